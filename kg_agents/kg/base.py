@@ -1,0 +1,259 @@
+"""The ``KnowledgeGraph`` protocol and the value types every layer shares.
+
+Entity ids are strings: names for MetaQA, IRIs or Freebase mids for RDF stores. Relations are
+strings too. Every store is read-only. Both directions are first-class: ``direction="in"`` follows
+edges backwards, so no store needs inverse triples.
+
+A :class:`Path` is a chain of KG triples walked from a start entity; a hop may follow its triple
+backwards, and then its relation is written ``~relation`` in the path text, so every path text can
+be parsed back and checked against the KG (:func:`verify_path`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from kg_agents.errors import KGError
+
+Direction = Literal["out", "in", "both"]
+DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
+
+#: Prefix that marks a hop walked against the direction of its triple, in path text.
+INVERSE_PREFIX = "~"
+#: Separator of the GCR path format ``e0 -> r1 -> e1``.
+ARROW = " -> "
+
+
+def check_direction(direction: str) -> Direction:
+    """Return ``direction`` if it is one of ``out``, ``in``, ``both``; raise ``ValueError`` otherwise."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    return direction  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    """One KG fact ``(head, relation, tail)``, always in its stored direction."""
+
+    head: str
+    relation: str
+    tail: str
+
+    def other(self, entity: str) -> str:
+        """The end of this triple that is not ``entity`` (the tail when it is the head)."""
+        return self.tail if entity == self.head else self.head
+
+    def to_text(self) -> str:
+        return f"({self.head}, {self.relation}, {self.tail})"
+
+
+class TripleList(list[Triple]):
+    """A list of triples that says whether a fan-out limit cut it short.
+
+    Attributes:
+        truncated: True when the store had more triples than the ``limit`` asked for.
+        total: the number of matching triples in the store when known (else None).
+    """
+
+    truncated: bool
+    total: int | None
+
+    def __init__(
+        self, items: Iterable[Triple] = (), *, truncated: bool = False, total: int | None = None
+    ) -> None:
+        super().__init__(items)
+        self.truncated = truncated
+        self.total = total
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One step of a path: from ``source`` along ``relation`` to ``target``.
+
+    ``inverse`` is True when the stored triple is ``(target, relation, source)``.
+    """
+
+    source: str
+    relation: str
+    target: str
+    inverse: bool = False
+
+    @property
+    def triple(self) -> Triple:
+        if self.inverse:
+            return Triple(self.target, self.relation, self.source)
+        return Triple(self.source, self.relation, self.target)
+
+    @property
+    def relation_text(self) -> str:
+        return (INVERSE_PREFIX + self.relation) if self.inverse else self.relation
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A reasoning path: a start entity and the hops walked from it.
+
+    ``Path.from_hops`` checks that the hops connect. ``to_text()`` gives the GCR format
+    ``e0 -> r1 -> e1 -> r2 -> e2`` (with ``~r`` for a hop walked backwards), and
+    ``Path.from_text`` parses it back.
+    """
+
+    hops: tuple[Hop, ...]
+
+    def __post_init__(self) -> None:
+        for a, b in zip(self.hops, self.hops[1:], strict=False):
+            if a.target != b.source:
+                raise ValueError(f"path hops do not connect: {a.target!r} != {b.source!r}")
+
+    @classmethod
+    def from_hops(cls, hops: Iterable[Hop]) -> Path:
+        return cls(tuple(hops))
+
+    @classmethod
+    def from_triples(cls, start: str, triples: Sequence[Triple]) -> Path:
+        """Walk ``triples`` from ``start``, each forwards or backwards as they connect."""
+        hops = []
+        cur = start
+        for t in triples:
+            if t.head == cur:
+                hops.append(Hop(cur, t.relation, t.tail, False))
+                cur = t.tail
+            elif t.tail == cur:
+                hops.append(Hop(cur, t.relation, t.head, True))
+                cur = t.head
+            else:
+                raise ValueError(f"triple {t} does not touch {cur!r}")
+        return cls(tuple(hops))
+
+    @property
+    def start(self) -> str | None:
+        return self.hops[0].source if self.hops else None
+
+    @property
+    def end(self) -> str | None:
+        return self.hops[-1].target if self.hops else None
+
+    @property
+    def triples(self) -> tuple[Triple, ...]:
+        return tuple(h.triple for h in self.hops)
+
+    @property
+    def entities(self) -> tuple[str, ...]:
+        if not self.hops:
+            return ()
+        return (self.hops[0].source, *(h.target for h in self.hops))
+
+    def __len__(self) -> int:
+        return len(self.hops)
+
+    def extend(self, hop: Hop) -> Path:
+        return Path((*self.hops, hop))
+
+    def to_text(self, label: object = None) -> str:
+        """``e0 -> r1 -> e1 -> ...``; ``label`` (a callable id -> str) renders entities."""
+        if not self.hops:
+            return ""
+        fmt = label if callable(label) else (lambda e: e)
+        parts = [fmt(self.hops[0].source)]
+        for h in self.hops:
+            parts += [h.relation_text, fmt(h.target)]
+        return ARROW.join(parts)
+
+    @classmethod
+    def from_text(cls, text: str) -> Path:
+        """Parse ``e0 -> r1 -> e1 -> ...`` (ids, not labels). Raises ``ValueError`` when malformed."""
+        parts = [p.strip() for p in text.strip().split(ARROW.strip())]
+        if len(parts) < 3 or len(parts) % 2 == 0 or any(not p for p in parts):
+            raise ValueError(f"not a path: {text!r}")
+        hops = []
+        for i in range(0, len(parts) - 2, 2):
+            rel = parts[i + 1]
+            inverse = rel.startswith(INVERSE_PREFIX)
+            if inverse:
+                rel = rel[len(INVERSE_PREFIX) :]
+            hops.append(Hop(parts[i], rel, parts[i + 2], inverse))
+        return cls(tuple(hops))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "text": self.to_text(),
+            "triples": [[t.head, t.relation, t.tail] for t in self.triples],
+            "start": self.start,
+        }
+
+
+@runtime_checkable
+class KnowledgeGraph(Protocol):
+    """Read-only access to a knowledge graph.
+
+    Every expansion takes a ``limit``; results are :class:`TripleList`s that say when it was hit.
+    Batch forms (``neighbors_many``) let a remote store answer a hop over many entities in one
+    round trip. Unknown entities are not errors for neighbour queries (they have no edges);
+    ``label`` and ``features`` raise :class:`~kg_agents.errors.EntityNotFound`.
+    """
+
+    name: str
+
+    def has_entity(self, entity: str) -> bool: ...
+
+    def label(self, entity: str) -> str: ...
+
+    def features(self, entity: str) -> dict[str, str]: ...
+
+    def relations(self, entity: str, direction: Direction = "out") -> list[str]: ...
+
+    def neighbors(
+        self,
+        entity: str,
+        relation: str | None = None,
+        direction: Direction = "out",
+        limit: int | None = None,
+    ) -> TripleList: ...
+
+    def neighbors_many(
+        self,
+        entities: Sequence[str],
+        relation: str | None = None,
+        direction: Direction = "out",
+        limit: int | None = None,
+    ) -> dict[str, TripleList]: ...
+
+    def degree(
+        self, entity: str, relation: str | None = None, direction: Direction = "out"
+    ) -> int: ...
+
+    def has_triple(self, head: str, relation: str, tail: str) -> bool: ...
+
+    def all_relations(self) -> list[str]: ...
+
+    def iter_labels(self) -> Iterator[tuple[str, str]]:
+        """Every ``(entity id, label)`` pair; used to build an entity index."""
+        ...
+
+    def fingerprint(self) -> str:
+        """A short string that changes when the KG's content changes (for caches)."""
+        ...
+
+
+def verify_path(kg: KnowledgeGraph, path: Path) -> bool:
+    """True when every hop of ``path`` is a triple of ``kg`` and the hops connect."""
+    if not path.hops:
+        return False
+    try:
+        return all(kg.has_triple(t.head, t.relation, t.tail) for t in path.triples)
+    except KGError:
+        return False
+
+
+def verify_paths(kg: KnowledgeGraph, paths: Iterable[Path]) -> tuple[list[Path], int]:
+    """Split paths into those that pass :func:`verify_path` and a count of the dropped ones."""
+    kept: list[Path] = []
+    dropped = 0
+    for p in paths:
+        if verify_path(kg, p):
+            kept.append(p)
+        else:
+            dropped += 1
+    return kept, dropped

@@ -1,0 +1,166 @@
+"""Path search over any ``KnowledgeGraph``: L-hop enumeration and all shortest paths.
+
+Both expand one hop at a time with ``neighbors_many`` (one round trip per hop on a SPARQL store),
+bound the fan-out of every entity and the number of paths, and report when a bound was hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kg_agents.kg.base import Direction, Hop, KnowledgeGraph, Path, check_direction
+
+
+@dataclass
+class PathSearchResult:
+    """Paths found, and which limits cut the search short.
+
+    Attributes:
+        paths: the paths, shortest first.
+        fanout_truncated: entities whose neighbour list was cut at ``fanout_limit``.
+        path_limit_hit: True when ``max_paths`` stopped the search.
+        kg_calls: neighbour round trips made.
+    """
+
+    paths: list[Path] = field(default_factory=list)
+    fanout_truncated: list[str] = field(default_factory=list)
+    path_limit_hit: bool = False
+    kg_calls: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.fanout_truncated) or self.path_limit_hit
+
+
+def _hops_from(triples: Iterable, source: str, relations: set[str] | None) -> list[Hop]:
+    hops = []
+    for t in triples:
+        if relations is not None and t.relation not in relations:
+            continue
+        if t.head == source:
+            hops.append(Hop(source, t.relation, t.tail, False))
+        if t.tail == source and t.head != source:
+            hops.append(Hop(source, t.relation, t.head, True))
+    return hops
+
+
+def enumerate_paths(
+    kg: KnowledgeGraph,
+    starts: Sequence[str],
+    max_hops: int = 2,
+    *,
+    direction: Direction = "both",
+    fanout_limit: int | None = 500,
+    max_paths: int | None = 20_000,
+    relations: Iterable[str] | None = None,
+) -> PathSearchResult:
+    """All simple paths of 1..``max_hops`` hops from ``starts`` (BFS, no entity repeated in a path).
+
+    Args:
+        kg: the store.
+        starts: start entity ids.
+        max_hops: the longest path, L.
+        direction: ``out`` follows triples forwards only; ``both`` also walks them backwards.
+        fanout_limit: at most this many neighbour triples per entity and hop (None: no limit).
+        max_paths: stop once this many paths were collected (None: no limit).
+        relations: only follow these relations (None: all).
+    """
+    check_direction(direction)
+    if max_hops < 1:
+        raise ValueError(f"max_hops must be >= 1, got {max_hops}")
+    rel_set = set(relations) if relations is not None else None
+    result = PathSearchResult()
+    frontier: list[Path | str] = list(dict.fromkeys(starts))
+    for _ in range(max_hops):
+        ends = list(dict.fromkeys(p if isinstance(p, str) else p.end for p in frontier))
+        if not ends:
+            break
+        nbrs = kg.neighbors_many(ends, direction=direction, limit=fanout_limit)  # type: ignore[arg-type]
+        result.kg_calls += 1
+        for e, tl in nbrs.items():
+            if tl.truncated and e not in result.fanout_truncated:
+                result.fanout_truncated.append(e)
+        nxt: list[Path | str] = []
+        for p in frontier:
+            src = p if isinstance(p, str) else p.end
+            seen = {src} if isinstance(p, str) else set(p.entities)
+            for hop in _hops_from(nbrs.get(src, ()), src, rel_set):  # type: ignore[arg-type]
+                if hop.target in seen:
+                    continue
+                new = Path((hop,)) if isinstance(p, str) else p.extend(hop)
+                result.paths.append(new)
+                nxt.append(new)
+                if max_paths is not None and len(result.paths) >= max_paths:
+                    result.path_limit_hit = True
+                    return result
+        frontier = nxt
+    return result
+
+
+def shortest_paths(
+    kg: KnowledgeGraph,
+    sources: Sequence[str],
+    targets: Sequence[str],
+    max_hops: int = 3,
+    *,
+    direction: Direction = "both",
+    fanout_limit: int | None = 2000,
+    max_paths: int | None = 1000,
+) -> PathSearchResult:
+    """All shortest paths (at most ``max_hops`` hops) from any source to any target.
+
+    Breadth-first from the sources, keeping every parent hop that reaches an entity at its first
+    level; stops at the first level that reaches a target and backtracks all shortest paths to the
+    targets reached there.
+    """
+    check_direction(direction)
+    target_set = set(targets)
+    result = PathSearchResult()
+    level: dict[str, int] = {s: 0 for s in sources}
+    parents: dict[str, list[Hop]] = {}
+    frontier = list(dict.fromkeys(sources))
+    reached = [s for s in frontier if s in target_set]
+    depth = 0
+    while not reached and frontier and depth < max_hops:
+        depth += 1
+        nbrs = kg.neighbors_many(frontier, direction=direction, limit=fanout_limit)
+        result.kg_calls += 1
+        nxt: list[str] = []
+        for src in frontier:
+            tl = nbrs.get(src)
+            if tl is None:
+                continue
+            if tl.truncated and src not in result.fanout_truncated:
+                result.fanout_truncated.append(src)
+            for hop in _hops_from(tl, src, None):
+                lv = level.get(hop.target)
+                if lv is None:
+                    level[hop.target] = depth
+                    parents[hop.target] = [hop]
+                    nxt.append(hop.target)
+                elif lv == depth and hop not in parents[hop.target]:
+                    parents[hop.target].append(hop)
+        frontier = nxt
+        reached = [e for e in frontier if e in target_set]
+
+    def back(entity: str) -> list[tuple[Hop, ...]]:
+        if level.get(entity) == 0:
+            return [()]
+        out: list[tuple[Hop, ...]] = []
+        for hop in parents.get(entity, []):
+            for prefix in back(hop.source):
+                out.append((*prefix, hop))
+                if max_paths is not None and len(out) >= max_paths:
+                    return out
+        return out
+
+    for t in reached:
+        for hops in back(t):
+            if not hops:
+                continue
+            result.paths.append(Path(hops))
+            if max_paths is not None and len(result.paths) >= max_paths:
+                result.path_limit_hit = True
+                return result
+    return result

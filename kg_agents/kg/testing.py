@@ -1,0 +1,214 @@
+"""A conformance suite for ``KnowledgeGraph`` stores, in the manner of ``langchain-tests``.
+
+Subclass :class:`KnowledgeGraphContract` in a pytest module and provide a ``kg`` fixture that
+returns your store loaded with :data:`CONTRACT_TRIPLES` (entity ids as written there)::
+
+    class TestMyStore(KnowledgeGraphContract):
+        @pytest.fixture(scope="class")
+        def kg(self):
+            return MyStore.from_triples(CONTRACT_TRIPLES)
+
+Every test then runs against your store. ``write_contract_ntriples`` writes the same data as
+N-Triples (entities under :data:`CONTRACT_ENTITY_NS`, relations under :data:`CONTRACT_RELATION_NS`)
+for stores that load files or live behind a SPARQL endpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FsPath
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from kg_agents.kg.base import KnowledgeGraph, Path, Triple, TripleList, verify_path
+from kg_agents.kg.paths import enumerate_paths, shortest_paths
+
+CONTRACT_ENTITY_NS = "http://kg-agents.test/entity/"
+CONTRACT_RELATION_NS = "http://kg-agents.test/relation/"
+
+#: A small movie graph with awkward names (spaces, quotes, unicode, punctuation).
+CONTRACT_TRIPLES: list[tuple[str, str, str]] = [
+    ("Splash", "written_by", "Babaloo Mandel"),
+    ("Splash", "directed_by", "Ron Howard"),
+    ("Splash", "starred_actors", "Tom Hanks"),
+    ("Splash", "release_year", "1984"),
+    ("Parenthood", "written_by", "Babaloo Mandel"),
+    ("Parenthood", "directed_by", "Ron Howard"),
+    ("Parenthood", "starred_actors", "Steve Martin"),
+    ("Big", "starred_actors", "Tom Hanks"),
+    ("Big", "directed_by", "Penny Marshall"),
+    ("Big", "release_year", "1988"),
+    ("Amélie", "directed_by", "Jean-Pierre Jeunet"),
+    ("Amélie", "in_language", "French"),
+    ('The "Quoted" Film', "directed_by", "O'Brien & Sons"),
+    ('The "Quoted" Film', "has_tags", "a <weird> tag"),
+    ("Cast Away", "starred_actors", "Tom Hanks"),
+    ("Cast Away", "directed_by", "Robert Zemeckis"),
+    ("Forrest Gump", "starred_actors", "Tom Hanks"),
+    ("Forrest Gump", "directed_by", "Robert Zemeckis"),
+]
+
+
+def write_contract_ntriples(path: str | FsPath, *, with_labels: bool = True) -> FsPath:
+    """Write :data:`CONTRACT_TRIPLES` as N-Triples with ``rdfs:label`` for every entity."""
+    from kg_agents.kg.terms import iri, literal
+
+    p = FsPath(path)
+    lines = []
+    ents: dict[str, None] = {}
+    for h, r, t in CONTRACT_TRIPLES:
+        lines.append(
+            f"{iri(CONTRACT_ENTITY_NS + quote(h, safe=''))} {iri(CONTRACT_RELATION_NS + quote(r, safe=''))} "
+            f"{iri(CONTRACT_ENTITY_NS + quote(t, safe=''))} ."
+        )
+        ents[h] = ents[t] = None
+    if with_labels:
+        for e in ents:
+            lines.append(
+                f"{iri(CONTRACT_ENTITY_NS + quote(e, safe=''))} "
+                f"<http://www.w3.org/2000/01/rdf-schema#label> {literal(e)} ."
+            )
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+class KnowledgeGraphContract:
+    """The behaviour every ``KnowledgeGraph`` store must show. Subclasses provide ``kg``."""
+
+    @pytest.fixture
+    def kg(self) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError("provide a `kg` fixture loaded with CONTRACT_TRIPLES")
+
+    def test_is_protocol(self, kg: KnowledgeGraph) -> None:
+        assert isinstance(kg, KnowledgeGraph)
+
+    def test_has_entity(self, kg: KnowledgeGraph) -> None:
+        assert kg.has_entity("Splash")
+        assert kg.has_entity("Amélie")
+        assert kg.has_entity('The "Quoted" Film')
+        assert not kg.has_entity("No Such Movie")
+
+    def test_label(self, kg: KnowledgeGraph) -> None:
+        assert kg.label("Tom Hanks") == "Tom Hanks"
+        assert kg.label("O'Brien & Sons") == "O'Brien & Sons"
+
+    def test_label_unknown_raises(self, kg: KnowledgeGraph) -> None:
+        from kg_agents.errors import EntityNotFound
+
+        with pytest.raises(EntityNotFound):
+            kg.label("No Such Movie")
+
+    def test_features_has_label(self, kg: KnowledgeGraph) -> None:
+        f = kg.features("Splash")
+        assert isinstance(f, dict)
+        assert f.get("label") == "Splash"
+
+    def test_neighbors_out(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors("Splash")
+        assert isinstance(got, TripleList)
+        assert set(got) == {Triple(h, r, t) for h, r, t in CONTRACT_TRIPLES if h == "Splash"}
+        assert not got.truncated
+
+    def test_neighbors_in(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors("Tom Hanks", direction="in")
+        assert set(got) == {
+            Triple(m, "starred_actors", "Tom Hanks") for m in ("Splash", "Big", "Cast Away", "Forrest Gump")
+        }
+
+    def test_neighbors_both(self, kg: KnowledgeGraph) -> None:
+        got = set(kg.neighbors("Big", direction="both"))
+        want = {Triple(h, r, t) for h, r, t in CONTRACT_TRIPLES if "Big" in (h, t)}
+        assert got == want
+
+    def test_neighbors_relation_filter(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors("Ron Howard", relation="directed_by", direction="in")
+        assert {t.head for t in got} == {"Splash", "Parenthood"}
+        assert kg.neighbors("Ron Howard", relation="written_by", direction="in") == []
+        assert kg.neighbors("Ron Howard", relation="no_such_relation", direction="in") == []
+
+    def test_neighbors_limit_reports_truncation(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors("Tom Hanks", direction="in", limit=2)
+        assert len(got) == 2
+        assert got.truncated
+        full = kg.neighbors("Tom Hanks", direction="in", limit=10)
+        assert len(full) == 4 and not full.truncated
+
+    def test_neighbors_unknown_entity_is_empty(self, kg: KnowledgeGraph) -> None:
+        assert kg.neighbors("No Such Movie") == []
+        assert kg.degree("No Such Movie") == 0
+        assert kg.relations("No Such Movie") == []
+
+    def test_neighbors_many(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors_many(["Splash", "Big", "No Such Movie"], relation="directed_by")
+        assert set(got) == {"Splash", "Big", "No Such Movie"}
+        assert [t.tail for t in got["Splash"]] == ["Ron Howard"]
+        assert [t.tail for t in got["Big"]] == ["Penny Marshall"]
+        assert got["No Such Movie"] == []
+
+    def test_neighbors_many_limit_is_per_entity(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors_many(["Tom Hanks", "Robert Zemeckis"], direction="in", limit=1)
+        assert len(got["Tom Hanks"]) == 1 and got["Tom Hanks"].truncated
+        assert len(got["Robert Zemeckis"]) == 1 and got["Robert Zemeckis"].truncated
+
+    def test_relations(self, kg: KnowledgeGraph) -> None:
+        assert set(kg.relations("Splash")) == {"written_by", "directed_by", "starred_actors", "release_year"}
+        assert set(kg.relations("Tom Hanks", direction="in")) == {"starred_actors"}
+        assert set(kg.relations("Tom Hanks", direction="out")) == set()
+        assert set(kg.relations("Amélie", direction="both")) == {"directed_by", "in_language"}
+
+    def test_degree(self, kg: KnowledgeGraph) -> None:
+        assert kg.degree("Splash") == 4
+        assert kg.degree("Tom Hanks", direction="in") == 4
+        assert kg.degree("Tom Hanks", relation="starred_actors", direction="in") == 4
+        assert kg.degree("Tom Hanks", relation="directed_by", direction="in") == 0
+        assert kg.degree("Big", direction="both") == 3
+
+    def test_has_triple(self, kg: KnowledgeGraph) -> None:
+        for h, r, t in CONTRACT_TRIPLES:
+            assert kg.has_triple(h, r, t), (h, r, t)
+        assert not kg.has_triple("Tom Hanks", "starred_actors", "Splash")
+        assert not kg.has_triple("Splash", "written_by", "Ron Howard")
+        assert not kg.has_triple("No Such", "written_by", "Babaloo Mandel")
+
+    def test_awkward_names_round_trip(self, kg: KnowledgeGraph) -> None:
+        got = kg.neighbors('The "Quoted" Film')
+        assert {t.tail for t in got} == {"O'Brien & Sons", "a <weird> tag"}
+        assert kg.has_triple('The "Quoted" Film', "has_tags", "a <weird> tag")
+
+    def test_invalid_direction(self, kg: KnowledgeGraph) -> None:
+        with pytest.raises(ValueError):
+            kg.neighbors("Splash", direction="sideways")  # type: ignore[arg-type]
+
+    def test_all_relations(self, kg: KnowledgeGraph) -> None:
+        assert set(kg.all_relations()) == {r for _, r, _ in CONTRACT_TRIPLES}
+
+    def test_iter_labels(self, kg: KnowledgeGraph) -> None:
+        labels = dict(kg.iter_labels())
+        assert labels["Amélie"] == "Amélie"
+        ents = {h for h, _, _ in CONTRACT_TRIPLES} | {t for _, _, t in CONTRACT_TRIPLES}
+        assert ents <= set(labels)
+
+    def test_fingerprint_is_stable(self, kg: KnowledgeGraph) -> None:
+        assert kg.fingerprint() == kg.fingerprint()
+        assert isinstance(kg.fingerprint(), str) and kg.fingerprint()
+
+    def test_enumerate_paths(self, kg: KnowledgeGraph) -> None:
+        res = enumerate_paths(kg, ["Babaloo Mandel"], max_hops=2)
+        texts = {p.to_text() for p in res.paths}
+        assert "Babaloo Mandel -> ~written_by -> Splash" in texts
+        assert "Babaloo Mandel -> ~written_by -> Splash -> directed_by -> Ron Howard" in texts
+        assert all(verify_path(kg, p) for p in res.paths)
+
+    def test_shortest_paths(self, kg: KnowledgeGraph) -> None:
+        res = shortest_paths(kg, ["Babaloo Mandel"], ["Ron Howard"], max_hops=3)
+        assert {p.to_text() for p in res.paths} == {
+            "Babaloo Mandel -> ~written_by -> Splash -> directed_by -> Ron Howard",
+            "Babaloo Mandel -> ~written_by -> Parenthood -> directed_by -> Ron Howard",
+        }
+
+    def test_verify_path(self, kg: KnowledgeGraph) -> None:
+        good = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall")
+        bad = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Ron Howard")
+        assert verify_path(kg, good)
+        assert not verify_path(kg, bad)
