@@ -11,7 +11,7 @@ from kg_agents.kg.testing import CONTRACT_TRIPLES, KnowledgeGraphContract, write
 
 
 class TestMemoryKGContract(KnowledgeGraphContract):
-    @pytest.fixture(scope="class")
+    @pytest.fixture
     def kg(self):
         return MemoryKG(CONTRACT_TRIPLES, name="contract")
 
@@ -19,7 +19,7 @@ class TestMemoryKGContract(KnowledgeGraphContract):
 class TestMemoryKGFromNTriplesContract(KnowledgeGraphContract):
     """The same store loaded from N-Triples: ids are IRIs, so strip the namespace via labels."""
 
-    @pytest.fixture(scope="class")
+    @pytest.fixture
     def kg(self, tmp_path_factory):
         from kg_agents.kg.testing import CONTRACT_ENTITY_NS, CONTRACT_RELATION_NS
 
