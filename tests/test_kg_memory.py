@@ -70,7 +70,7 @@ def test_gzip_tsv(tmp_path):
 def test_turtle(tmp_path):
     p = tmp_path / "g.ttl"
     p.write_text(
-        '@prefix ex: <http://ex.org/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
+        "@prefix ex: <http://ex.org/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
         'ex:a ex:knows ex:b ; rdfs:label "Alice" ; ex:age "30" .\n',
         encoding="utf-8",
     )
@@ -101,8 +101,10 @@ def test_limit_validation():
 
 
 def test_path_text_round_trip():
-    p = Path.from_triples("Babaloo Mandel", [Triple("Splash", "written_by", "Babaloo Mandel"),
-                                             Triple("Splash", "directed_by", "Ron Howard")])
+    p = Path.from_triples(
+        "Babaloo Mandel",
+        [Triple("Splash", "written_by", "Babaloo Mandel"), Triple("Splash", "directed_by", "Ron Howard")],
+    )
     text = p.to_text()
     assert text == "Babaloo Mandel -> ~written_by -> Splash -> directed_by -> Ron Howard"
     assert Path.from_text(text) == p
@@ -144,6 +146,6 @@ def test_shortest_paths_metaqa():
     kg = open_kg("metaqa")
     res = shortest_paths(kg, ["Babaloo Mandel"], ["Ron Howard"], max_hops=3)
     assert res.paths and all(len(p) == 2 for p in res.paths)
-    kept, dropped = verify_paths(kg, res.paths)
+    _kept, dropped = verify_paths(kg, res.paths)
     assert dropped == 0
     assert shortest_paths(kg, ["Splash"], ["Splash"]).paths == []

@@ -33,7 +33,9 @@ __all__ = [
 _KG_CACHE: dict[tuple[str, str], Any] = {}
 
 
-def open_kg(spec: str | KnowledgeGraph, *, store: str | None = None, cache: bool = True, **kwargs: Any) -> Any:
+def open_kg(
+    spec: str | KnowledgeGraph, *, store: str | None = None, cache: bool = True, **kwargs: Any
+) -> Any:
     """Open a knowledge graph from one string.
 
     - a bundled name: ``"metaqa"``, ``"pq-2h"``, ``"pq-3h"``, ``"pql-2h"``, ``"pql-3h"``;

@@ -45,6 +45,8 @@ def as_prompt(prompt: str | Path | ChatPromptTemplate | None, method: str, name:
         return load_prompt(method, name)
     if isinstance(prompt, ChatPromptTemplate):
         return prompt
-    if isinstance(prompt, Path) or (isinstance(prompt, str) and "\n" not in prompt and prompt.endswith(".txt")):
+    if isinstance(prompt, Path) or (
+        isinstance(prompt, str) and "\n" not in prompt and prompt.endswith(".txt")
+    ):
         return parse_prompt(Path(prompt).read_text(encoding="utf-8"))
     return parse_prompt(str(prompt))
