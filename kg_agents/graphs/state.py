@@ -180,7 +180,7 @@ class MeteredKG:
     """
 
     def __init__(self, kg: KnowledgeGraph) -> None:
-        self.inner = kg.inner if isinstance(kg, MeteredKG) else kg
+        self.inner: KnowledgeGraph = kg.inner if isinstance(kg, MeteredKG) else kg
         self.name = getattr(self.inner, "name", "kg")
 
     def __repr__(self) -> str:
