@@ -22,9 +22,6 @@ from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
 from kg_agents.kg.profiles import Profile
 from kg_agents.kg.terms import iri
 
-#: direction marker values bound to ``?d`` (out before in, as MemoryKG orders them).
-_OUT, _IN = 0, 1
-
 
 class Node(NamedTuple):
     """One RDF term of a result row: ``kind`` is ``uri``, ``literal`` or ``bnode``."""
@@ -67,17 +64,27 @@ def _values(var: str, terms: Sequence[str]) -> str:
     return f"VALUES ?{var} {{ {' '.join(terms)} }}"
 
 
-def _edge_pattern(entities: Sequence[str], relation: str | None, direction: Direction) -> str:
-    """A group pattern binding ``?e`` (given), ``?d`` (0 out / 1 in), ``?r`` and ``?o``."""
+def _side(entities: Sequence[str], relation: str | None, inverse: bool) -> str:
+    """One direction's group pattern: ``?e ?r ?o`` (out) or ``?s ?r ?e`` (in), IRIs only."""
     ev = _values("e", entities)
     rv = (" " + _values("r", [relation])) if relation is not None else ""
-    out = f"{{ {ev}{rv} ?e ?r ?o . FILTER(isIRI(?o)) BIND({_OUT} AS ?d) }}"
-    inn = f"{{ {ev}{rv} ?o ?r ?e . FILTER(isIRI(?o)) BIND({_IN} AS ?d) }}"
-    if direction == "out":
-        return out
-    if direction == "in":
-        return inn
-    return f"{out} UNION {inn}"
+    if inverse:
+        return f"{{ {ev}{rv} ?s ?r ?e . FILTER(isIRI(?s)) }}"
+    return f"{{ {ev}{rv} ?e ?r ?o . FILTER(isIRI(?o)) }}"
+
+
+def _sides(direction: Direction) -> tuple[bool, ...]:
+    return {"out": (False,), "in": (True,), "both": (False, True)}[direction]
+
+
+def _edge_pattern(entities: Sequence[str], relation: str | None, direction: Direction) -> str:
+    """A group pattern binding ``?e`` (given), ``?r``, and ``?o`` for out-edges or ``?s`` for in-edges.
+
+    The direction is told by which variable is bound, not by a ``BIND`` constant: Virtuoso 7.2
+    rejects ``BIND`` inside ``UNION`` branches here (SP031) and mis-evaluates constant ``VALUES``
+    markers inside ``UNION``-ed subqueries.
+    """
+    return " UNION ".join(_side(entities, relation, inv) for inv in _sides(direction))
 
 
 def neighbors_query(
@@ -85,24 +92,24 @@ def neighbors_query(
 ) -> str:
     """One query for the edges of every entity in ``entities`` (rendered IRIs).
 
-    With a ``limit``, each entity gets its own subquery ``ORDER BY ?d ?r ?o LIMIT limit+1`` and the
-    subqueries are joined with ``UNION``: the limit is exact per entity (a hub cannot starve the
-    others) and the extra row tells when it was cut. Without a limit, one ``VALUES`` block holds
-    every entity.
+    With a ``limit``, each entity and direction gets its own subquery
+    ``ORDER BY ?r ?o LIMIT limit+1`` and the subqueries are joined with ``UNION``: the limit is exact
+    per entity (a hub cannot starve the others) and the extra row tells when it was cut. Without a
+    limit, one ``VALUES`` block holds every entity.
 
-    Returns rows binding ``?e ?d ?r ?o``.
+    Returns rows binding ``?e ?r`` and ``?o`` (an out-edge ``e r o``) or ``?s`` (an in-edge ``s r e``).
     """
     if not entities:
         raise ValueError("no entities")
     if limit is None:
-        pattern = _edge_pattern(entities, relation, direction)
-        return f"SELECT ?e ?d ?r ?o WHERE {{ {pattern} }} ORDER BY ?e ?d ?r ?o"
-    parts = [
-        f"{{ SELECT ?e ?d ?r ?o WHERE {{ {_edge_pattern([e], relation, direction)} }} "
-        f"ORDER BY ?d ?r ?o LIMIT {int(limit) + 1} }}"
-        for e in entities
-    ]
-    return "SELECT ?e ?d ?r ?o WHERE { " + " UNION ".join(parts) + " }"
+        return f"SELECT ?e ?r ?o ?s WHERE {{ {_edge_pattern(entities, relation, direction)} }}"
+    parts = []
+    for e in entities:
+        for inv in _sides(direction):
+            v = "s" if inv else "o"
+            group = _side([e], relation, inv)
+            parts.append(f"{{ SELECT ?e ?r ?{v} WHERE {group} ORDER BY ?r ?{v} LIMIT {int(limit) + 1} }}")
+    return "SELECT ?e ?r ?o ?s WHERE { " + " UNION ".join(parts) + " }"
 
 
 def degree_query(entity: str, relation: str | None, direction: Direction) -> str:
@@ -374,20 +381,22 @@ class SparqlBackedKG:
     ) -> dict[str, TripleList]:
         by_iri = {term[1:-1]: e for e, term in chunk}
         rows = self._select(neighbors_query([t for _, t in chunk], rterm, direction, limit))
-        got: dict[str, list[Triple]] = {e: [] for e, _ in chunk}
-        rel_id, ent_id = self.profile.relation_id, self.profile.entity_id
+        outs: dict[str, list[tuple[str, str]]] = {e: [] for e, _ in chunk}
+        ins: dict[str, list[tuple[str, str]]] = {e: [] for e, _ in chunk}
         for row in rows:
             e = by_iri.get(row["e"].value)
             if e is None:
                 continue
-            r = rel_id(row["r"].value)
-            o = ent_id(row["o"].value)
-            if int(row["d"].value) == _OUT:
-                got[e].append(Triple(e, r, o))
-            else:
-                got[e].append(Triple(o, r, e))
+            if "o" in row:
+                outs[e].append((row["r"].value, row["o"].value))
+            elif "s" in row:
+                ins[e].append((row["r"].value, row["s"].value))
+        rel_id, ent_id = self.profile.relation_id, self.profile.entity_id
         result: dict[str, TripleList] = {}
-        for e, triples in got.items():
+        for e, _ in chunk:
+            # out-edges first, then in-edges, each by relation and other end (as MemoryKG orders them)
+            triples = [Triple(e, rel_id(r), ent_id(o)) for r, o in sorted(outs[e])]
+            triples += [Triple(ent_id(s_), rel_id(r), e) for r, s_ in sorted(ins[e])]
             if limit is not None and len(triples) > limit:
                 result[e] = TripleList(triples[:limit], truncated=True, total=None)
             else:

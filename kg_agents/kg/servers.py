@@ -29,7 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -69,6 +69,30 @@ def _tail(path: FsPath, n: int = 2000) -> str:
         return ""
 
 
+Files = (
+    Sequence[str | os.PathLike[str]]
+    | str
+    | os.PathLike[str]
+    | Mapping[str | None, Sequence[str | os.PathLike[str]]]
+)
+
+
+def _normalize(files: Files, graph: str | None) -> list[tuple[str | None, list[FsPath]]]:
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    groups = files.items() if isinstance(files, Mapping) else [(graph, files)]
+    out: list[tuple[str | None, list[FsPath]]] = []
+    for g, fs in groups:
+        if isinstance(fs, (str, os.PathLike)):
+            fs = [fs]
+        paths = [FsPath(f).resolve() for f in fs]
+        for f in paths:
+            if not f.exists():
+                raise FileNotFoundError(f"no such RDF file: {f}")
+        out.append((g, paths))
+    return out
+
+
 class _Server:
     """Shared process handling: start, readiness polling, stop."""
 
@@ -76,14 +100,11 @@ class _Server:
     endpoint: str
     _proc: subprocess.Popen[bytes] | None = None
 
-    def __init__(self, files: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *,
+    def __init__(self, files: Files, *, graph: str | None,
                  directory: str | os.PathLike[str] | None = None, startup_timeout: float = 60.0) -> None:
-        if isinstance(files, (str, os.PathLike)):
-            files = [files]
-        self.files = [FsPath(f).resolve() for f in files]
-        for f in self.files:
-            if not f.exists():
-                raise FileNotFoundError(f"no such RDF file: {f}")
+        #: (graph IRI or None for the default graph, files) to load
+        self.loads: list[tuple[str | None, list[FsPath]]] = _normalize(files, graph)
+        self.files = [f for _, fs in self.loads for f in fs]
         self._own_dir = directory is None
         self.directory = FsPath(directory) if directory else FsPath(tempfile.mkdtemp(prefix="kg-agents-srv-"))
         self.startup_timeout = float(startup_timeout)
@@ -174,7 +195,9 @@ class OxigraphServer(_Server):
     """An Oxigraph SPARQL server (``oxigraph serve-read-only``) over files loaded with ``oxigraph load``.
 
     Args:
-        files: RDF files (``.nt``, ``.ttl``, ``.nq``; ``.gz`` allowed) loaded into the default graph.
+        files: RDF files (``.nt``, ``.ttl``; ``.gz`` allowed), or ``{graph IRI: files}`` to load
+            several named graphs (then pass ``graph=`` to ``SparqlKG``).
+        graph: the graph to load a plain list of files into (default: the default graph).
         directory: where the database and log live (default: a temporary dir removed on stop).
         port: the HTTP port (default: a free one).
         read_only: serve with ``serve-read-only`` (default) or ``serve``.
@@ -192,15 +215,16 @@ class OxigraphServer(_Server):
 
     def __init__(
         self,
-        files: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+        files: Files,
         *,
+        graph: str | None = None,
         directory: str | os.PathLike[str] | None = None,
         port: int | None = None,
         read_only: bool = True,
         startup_timeout: float = 60.0,
         load_timeout: float = 1800.0,
     ) -> None:
-        super().__init__(files, directory=directory, startup_timeout=startup_timeout)
+        super().__init__(files, graph=graph, directory=directory, startup_timeout=startup_timeout)
         self.binary = _find("oxigraph", "install it with `pip install oxigraph` (kg-agents[server])")
         self.port = port
         self.read_only = read_only
@@ -213,11 +237,12 @@ class OxigraphServer(_Server):
             return self
         if not self.location.exists():
             t0 = time.perf_counter()
-            if self.files:
-                self._run(
-                    [self.binary, "load", "--location", str(self.location), "--file", *map(str, self.files)],
-                    "oxigraph load", self.load_timeout, f"oxigraph:{self.location}",
-                )
+            self.location.mkdir(parents=True)
+            for g, fs in self.loads:
+                if fs:
+                    argv = [self.binary, "load", "--location", str(self.location), "--file", *map(str, fs)]
+                    self._run(argv + (["--graph", g] if g else []), "oxigraph load", self.load_timeout,
+                              f"oxigraph:{self.location}")
             self.load_seconds = time.perf_counter() - t0
         tries = 1 if self.port else 3
         for attempt in range(tries):
@@ -299,8 +324,10 @@ class VirtuosoServer(_Server):
     which would otherwise truncate answers silently.
 
     Args:
-        files: RDF files (``.nt``, ``.ttl``, ``.gz`` allowed) loaded into ``graph``.
-        graph: the graph IRI to load into; pass it to ``SparqlKG(..., graph=srv.graph)``.
+        files: RDF files (``.nt``, ``.ttl``, ``.gz`` allowed) loaded into ``graph``, or
+            ``{graph IRI: files}`` to load several graphs.
+        graph: the graph IRI to load a plain list of files into; pass it to
+            ``SparqlKG(..., graph=srv.graph)``.
         directory: where the database, ini and log live (default: a temporary dir removed on stop).
         password: the ``dba`` password of this fresh database (Virtuoso's default is ``dba``;
             the server listens on ``127.0.0.1`` only).
@@ -315,7 +342,7 @@ class VirtuosoServer(_Server):
 
     def __init__(
         self,
-        files: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+        files: Files,
         *,
         graph: str = "urn:kg-agents:graph",
         directory: str | os.PathLike[str] | None = None,
@@ -324,7 +351,9 @@ class VirtuosoServer(_Server):
         startup_timeout: float = 120.0,
         load_timeout: float = 1800.0,
     ) -> None:
-        super().__init__(files, directory=directory, startup_timeout=startup_timeout)
+        super().__init__(files, graph=graph, directory=directory, startup_timeout=startup_timeout)
+        if any(g is None for g, _ in self.loads):
+            raise ConfigError("Virtuoso loads into named graphs: give a graph IRI for every group of files")
         hint = "install Virtuoso 7 with scripts/install_virtuoso.sh (Debian: virtuoso-opensource)"
         self.server_binary = _find("virtuoso-t", hint)
         self.isql = _find("isql-vt", hint)
@@ -363,19 +392,22 @@ class VirtuosoServer(_Server):
         self._spawn([self.server_binary, "+foreground", "+configfile", str(ini)], self.directory)
         self._wait_ready(self.endpoint)
         if fresh and self.files:
-            for i, f in enumerate(self.files):
-                link = self.load_dir / f"{i:04d}-{f.name}"
-                if not link.exists():
-                    try:
-                        link.symlink_to(f)
-                    except OSError:
-                        shutil.copy2(f, link)
-            graph_sql = self.graph.replace("'", "''")
-            dir_sql = str(self.load_dir).replace("'", "''")
+            sql = []
+            for gi, (g, fs) in enumerate(self.loads):
+                sub = self.load_dir / f"g{gi}"
+                sub.mkdir(exist_ok=True)
+                for i, f in enumerate(fs):
+                    link = sub / f"{i:04d}-{f.name}"
+                    if not link.exists():
+                        try:
+                            link.symlink_to(f)
+                        except OSError:
+                            shutil.copy2(f, link)
+                graph_sql = str(g).replace("'", "''")
+                dir_sql = str(sub).replace("'", "''")
+                sql.append(f"ld_dir('{dir_sql}', '*', '{graph_sql}');")
             t0 = time.perf_counter()
-            self._isql(
-                f"ld_dir('{dir_sql}', '*', '{graph_sql}'); rdf_loader_run(); checkpoint;", self.load_timeout
-            )
+            self._isql(" ".join(sql) + " rdf_loader_run(); checkpoint;", self.load_timeout)
             self.load_seconds = time.perf_counter() - t0
             errors = self._isql(
                 "SELECT ll_file, ll_error FROM DB.DBA.LOAD_LIST WHERE ll_error IS NOT NULL;", 60

@@ -197,6 +197,7 @@ class SparqlKG(SparqlBackedKG):
         """
         check_read_only(query)
         last = "no attempt"
+        cause: BaseException | None = None
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
@@ -207,7 +208,7 @@ class SparqlKG(SparqlBackedKG):
                 raise EndpointError(self.endpoint, str(exc)) from exc
             except _Retryable as exc:
                 last = str(exc)
-                cause: BaseException = exc
+                cause = exc
         raise EndpointError(self.endpoint, f"{last} ({self.retries + 1} attempts)") from cause
 
     def _select(self, query: str) -> list[Row]:
@@ -234,9 +235,8 @@ class SparqlKG(SparqlBackedKG):
         """Hash of the endpoint, default graph, profile and triple count (counted once)."""
         if self._fingerprint is None:
             d = hashlib.blake2b(digest_size=12)
-            d.update(
-                f"{self.endpoint}\n{self.graph or ''}\n{self.profile.describe()}\n{self.count_triples()}".encode()
-            )
+            parts = [self.endpoint, self.graph or "", self.profile.describe(), str(self.count_triples())]
+            d.update("\n".join(parts).encode())
             self._fingerprint = d.hexdigest()
         return self._fingerprint
 
