@@ -51,7 +51,8 @@ class MiniEndpoint:
                 outer.requests.append(rec)
                 if outer.mode == "slow":
                     time.sleep(outer.delay)
-                if outer.mode == "error500" or (outer.mode == "flaky" and len(outer.requests) <= outer.fail_first):
+                flaky = outer.mode == "flaky" and len(outer.requests) <= outer.fail_first
+                if outer.mode == "error500" or flaky:
                     return self._reply(500, b"boom", "text/plain")
                 if outer.mode == "error400":
                     return self._reply(400, b"bad query", "text/plain")
@@ -319,7 +320,7 @@ class TestSparqlKGVirtuosoContract(KnowledgeGraphContract):
 def _sample_entities(n: int = 30, seed: int = 7) -> list[str]:
     mem = open_kg("metaqa")
     ents = sorted(e for e, _ in mem.iter_labels())
-    return random.Random(seed).sample(ents, n) + ["Tom Hanks", "Ron Howard", "1984", "English"]
+    return [*random.Random(seed).sample(ents, n), "Tom Hanks", "Ron Howard", "1984", "English"]
 
 
 @pytest.mark.server
