@@ -348,3 +348,35 @@ def test_metaqa_matches_memorykg(sparql_server: Any) -> None:
     assert not kg.has_triple("Babaloo Mandel", "written_by", "Splash")
     assert kg.label("Tom Hanks") == "Tom Hanks"
     assert kg.features("Splash") == {"label": "Splash"}
+
+
+@pytest.mark.server
+@pytest.mark.integration
+def test_webqsp_freebase_profile_on_oxigraph(tmp_path: Any) -> None:
+    """The docs/sparql.md example: the WebQSP sample as Freebase-style RDF behind Oxigraph."""
+    import gzip
+    import json
+
+    from kg_agents.data import data_path
+    from kg_agents.kg import MemoryKG
+    from kg_agents.kg.export import write_ntriples
+    from kg_agents.kg.servers import OxigraphServer
+
+    triples: dict[tuple[str, str, str], None] = {}
+    with gzip.open(data_path("webqsp/webqsp_sample.jsonl.gz"), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            for h, r, t in json.loads(line)["graph"]:
+                triples[(h, r, t)] = None
+    mem = MemoryKG(triples)
+    stats = write_ntriples(list(triples), tmp_path / "webqsp.nt.gz", profile="freebase")
+    assert stats.triples == len(mem)
+    with OxigraphServer([stats.path]) as srv:
+        kg = open_kg(srv.endpoint, profile="freebase")
+        rel = "location.country.languages_spoken"
+        got = kg.neighbors("Jamaica", relation=rel)
+        assert got and {t.tail for t in got} == {t.tail for t in mem.neighbors("Jamaica", rel)}
+        sample = random.Random(1).sample(sorted(e for e, _ in mem.iter_labels()), 20)
+        for e in ["Jamaica", "m.0nf4wmg", *sample]:
+            assert set(kg.neighbors(e, direction="both")) == set(mem.neighbors(e, direction="both")), e
+        assert kg.label("Jamaica") == "Jamaica"
+        assert set(kg.all_relations()) == set(mem.all_relations())

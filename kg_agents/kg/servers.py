@@ -2,7 +2,8 @@
 
 For tests, benchmarks and trying kg-agents on your own KG. Each is a context manager that loads the
 files, starts the server on a free ``127.0.0.1`` port, waits until it answers a query, and stops it
-(terminate, then kill) on ``__exit__``, on :meth:`stop`, or at interpreter exit::
+(terminate, then kill) on ``__exit__``, on :meth:`stop`, or at interpreter exit; on Linux the
+kernel also terminates it if the starting process is killed outright::
 
     with OxigraphServer(["kg.nt.gz"]) as srv:
         kg = SparqlKG(srv.endpoint, profile="metaqa")
@@ -60,6 +61,17 @@ def _find(program: str, hint: str) -> str:
             return str(cand)
         raise ConfigError(f"{program!r} not found on PATH; {hint}")
     return found
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: have the kernel send SIGTERM to the server when the process that started it dies."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _tail(path: FsPath, n: int = 2000) -> str:
@@ -132,6 +144,7 @@ class _Server:
             self._proc = subprocess.Popen(
                 argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )
         finally:
             log.close()
