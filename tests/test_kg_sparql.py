@@ -198,6 +198,15 @@ def test_neighbors_limit_zero_and_truncation(endpoint: MiniEndpoint) -> None:
     assert len(kg.neighbors("Big", direction="both", limit=2)) == 2
 
 
+def test_ordered_cut_is_reproducible(endpoint: MiniEndpoint) -> None:
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, ordered=True)
+    got = kg.neighbors("Tom Hanks", direction="in", limit=2)
+    assert [t.head for t in got] == ["Big", "Cast Away"] and got.truncated
+    assert "ORDER BY" in endpoint.requests[-1]["params"]["query"][0]
+    SparqlKG(endpoint.url, profile=CONTRACT_PROFILE).neighbors("Tom Hanks", direction="in", limit=2)
+    assert "ORDER BY" not in endpoint.requests[-1]["params"]["query"][0]
+
+
 def test_batches_are_split(endpoint: MiniEndpoint) -> None:
     kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, cache_size=0)
     kg.neighbors_many(["Splash", "Big", "Amélie", "Cast Away", "Parenthood"], limit=5)
@@ -344,6 +353,15 @@ def test_metaqa_matches_memorykg(sparql_server: Any) -> None:
             assert many[e].truncated == (len(want) > 10)
     hub = kg.neighbors("English", direction="in", limit=50)
     assert len(hub) == 50 and hub.truncated
+    # ordered=True: a cut keeps the first edges by relation IRI, then other end's IRI
+    from kg_agents.kg.profiles import PROFILES
+
+    ordered = SparqlKG(sparql_server.endpoint, profile="metaqa", graph=METAQA_GRAPH, ordered=True)
+    iri_of = PROFILES["metaqa"].entity_iri
+    for e in ("Drama", "Tom Hanks"):
+        full = sorted(mem.neighbors(e, direction="in"), key=lambda t: (t.relation, iri_of(t.head)))
+        got = ordered.neighbors(e, direction="in", limit=7)
+        assert got == full[:7] and got.truncated
     assert kg.has_triple("Splash", "written_by", "Babaloo Mandel")
     assert not kg.has_triple("Babaloo Mandel", "written_by", "Splash")
     assert kg.label("Tom Hanks") == "Tom Hanks"

@@ -46,6 +46,8 @@ class RdfKG(SparqlBackedKG):
         name: a short name for messages and caches.
         cache_size: entries in the LRU cache of neighbour / label results (0 disables it).
         source: a description of where the graph came from (part of the fingerprint).
+        ordered: when a ``limit`` cuts a neighbour list, keep the first edges by relation and IRI
+            instead of the store's index order (slower on hubs).
 
     Example:
         >>> from rdflib import Graph, URIRef
@@ -64,8 +66,9 @@ class RdfKG(SparqlBackedKG):
         name: str = "rdf",
         cache_size: int = 10_000,
         source: str = "",
+        ordered: bool = False,
     ) -> None:
-        super().__init__(cache_size=cache_size)
+        super().__init__(cache_size=cache_size, ordered=ordered)
         self.graph = graph
         self.profile = get_profile(profile)
         self.name = name
@@ -83,6 +86,7 @@ class RdfKG(SparqlBackedKG):
         profile: str | Profile | None = None,
         store: str = "Oxigraph",
         cache_size: int = 10_000,
+        ordered: bool = False,
     ) -> RdfKG:
         """Load ``.nt`` / ``.ttl`` (RDF) or MetaQA ``s|r|o`` / TSV triples, optionally gzipped.
 
@@ -97,6 +101,7 @@ class RdfKG(SparqlBackedKG):
             profile: the id scheme (see above).
             store: the rdflib store plugin (``"Oxigraph"``; ``"default"`` for rdflib's own).
             cache_size: see :class:`RdfKG`.
+            ordered: see :class:`RdfKG`.
 
         Raises:
             FileNotFoundError: no such file.
@@ -127,7 +132,7 @@ class RdfKG(SparqlBackedKG):
             graph = _load_delimited(p, "|" if fmt == "metaqa" else "\t", prof, store)
         else:
             raise DataFormatError(str(p), None, f"unknown triples format {fmt!r}")
-        return cls(graph, profile=prof, name=name, cache_size=cache_size, source=source)
+        return cls(graph, profile=prof, name=name, cache_size=cache_size, source=source, ordered=ordered)
 
     # ------------------------------------------------------------------ backend
     def _run(self, query: str) -> Any:

@@ -67,6 +67,9 @@ class SparqlKG(SparqlBackedKG):
         post_threshold: queries longer than this many characters are POSTed (shorter ones use GET).
         name: a short name (default: the endpoint URL).
         headers: extra HTTP headers (e.g. ``Authorization``).
+        ordered: when a ``limit`` cuts a neighbour list, keep the first edges by relation and
+            IRI (the same on every store) instead of the store's index order; this sorts all of a
+            hub's edges on the server, which is much slower (see ``benchmarks/bench_kg.py``).
 
     Raises:
         ConfigError: an unknown profile.
@@ -91,8 +94,9 @@ class SparqlKG(SparqlBackedKG):
         post_threshold: int = 2000,
         name: str | None = None,
         headers: dict[str, str] | None = None,
+        ordered: bool = False,
     ) -> None:
-        super().__init__(cache_size=cache_size)
+        super().__init__(cache_size=cache_size, ordered=ordered)
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         if retries < 0:
