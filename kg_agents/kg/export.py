@@ -87,6 +87,7 @@ def write_ntriples(
     labels = labels or {}
     triples_iter: Iterable[Any] = _iter_kg_triples(source) if is_kg else source
     seen: dict[str, str] = {}
+    rels: dict[str, str] = {}
     n_triples = n_labels = 0
     tmp = out.with_name(out.name + ".part")
     with _open_out(tmp, out.suffix == ".gz") as fh:
@@ -94,7 +95,8 @@ def write_ntriples(
             h, r, t = (tr.head, tr.relation, tr.tail) if isinstance(tr, Triple) else tr
             hs = seen.get(h) or seen.setdefault(h, prof.entity_term(h))
             ts = seen.get(t) or seen.setdefault(t, prof.entity_term(t))
-            fh.write(f"{hs} {prof.relation_term(r)} {ts} .\n")
+            rs = rels.get(r) or rels.setdefault(r, prof.relation_term(r))
+            fh.write(f"{hs} {rs} {ts} .\n")
             n_triples += 1
         for e in labels:
             if e not in seen:
