@@ -103,9 +103,11 @@ def run_server(kind: str, nt_path: Path, sample: int, limit: int, seed: int) -> 
 
     entities = _sample(sample, seed)
     graph = "urn:kg-agents:metaqa"
-    srv: Any = (
-        OxigraphServer({graph: [nt_path]}) if kind == "oxigraph" else VirtuosoServer({graph: [nt_path]}, graph=graph)
-    )
+    srv: Any
+    if kind == "oxigraph":
+        srv = OxigraphServer({graph: [nt_path]})
+    else:
+        srv = VirtuosoServer({graph: [nt_path]}, graph=graph)
     with srv:
         kg = SparqlKG(srv.endpoint, profile="metaqa", graph=graph, cache_size=0, timeout=60)
         kg.neighbors("Tom Hanks", direction="both", limit=limit)  # warm up
@@ -134,9 +136,21 @@ def main(argv: list[str] | None = None) -> None:
     for store in stores:
         if store in ("memory", "rdf"):
             res = subprocess.run(
-                [sys.executable, __file__, "--one", store, "--sample", str(args.sample),
-                 "--limit", str(args.limit), "--seed", str(args.seed)],
-                capture_output=True, text=True, check=True,
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    store,
+                    "--sample",
+                    str(args.sample),
+                    "--limit",
+                    str(args.limit),
+                    "--seed",
+                    str(args.seed),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
             )
             results.append(json.loads(res.stdout.strip().splitlines()[-1]))
         else:
@@ -153,8 +167,10 @@ def main(argv: list[str] | None = None) -> None:
         f"\nMetaQA KB (133,582 triples); sample={args.sample} entities (seed {args.seed}), "
         f"1-hop on all, 2-hop on the first {max(1, args.sample // 2)}; limit={args.limit}, direction=both\n\n"
     )
-    head = f"{'store':<28} {'load s':>7} {'RSS MB':>8} {'1-hop med ms':>13} {'1-hop p90':>10} " \
-           f"{'2-hop med ms':>13} {'2-hop p90':>10} {'frontier':>9}"
+    head = (
+        f"{'store':<28} {'load s':>7} {'RSS MB':>8} {'1-hop med ms':>13} {'1-hop p90':>10} "
+        f"{'2-hop med ms':>13} {'2-hop p90':>10} {'frontier':>9}"
+    )
     sys.stdout.write(head + "\n" + "-" * len(head) + "\n")
     for r in results:
         sys.stdout.write(

@@ -69,8 +69,12 @@ _any_char = st.characters(exclude_categories=())  # includes lone surrogates
 hostile_text = st.one_of(
     st.sampled_from(HOSTILE),
     st.text(_any_char, max_size=60),
-    st.builds(lambda a, b, c: a + b + c, st.text(_any_char, max_size=10), st.sampled_from(HOSTILE),
-              st.text(_any_char, max_size=10)),
+    st.builds(
+        lambda a, b, c: a + b + c,
+        st.text(_any_char, max_size=10),
+        st.sampled_from(HOSTILE),
+        st.text(_any_char, max_size=10),
+    ),
     st.builds(lambda a: "http://x.org/" + a, st.text(_any_char, max_size=30)),
 )
 
@@ -164,8 +168,11 @@ def _check_same_meaning(profile: Profile, ent: str, rel: str) -> None:
         found = {str(t) for t in terms_in(parsed.algebra) if isinstance(t, URIRef)}
         if e_term is not None:
             assert profile.entity_iri(ent) in found, name
-        if r_term is not None and rt in hostile_q and name in ("neighbors-rel-both", "neighbors-limit",
-                                                               "degree", "has_triple"):
+        if (
+            r_term is not None
+            and rt in hostile_q
+            and name in ("neighbors-rel-both", "neighbors-limit", "degree", "has_triple")
+        ):
             assert profile.relation_iri(rel) in found, name
     if e_term is not None:
         # the id survives the round trip through its IRI
@@ -239,8 +246,15 @@ def test_lone_surrogates_and_control_chars_are_refused() -> None:
 def test_read_only_check() -> None:
     assert q.check_read_only("PREFIX a: <http://a/> SELECT * WHERE { ?s ?p ?o }")
     assert q.check_read_only("ASK { ?s ?p ?o }")
-    for bad in ("INSERT DATA { <a> <b> <c> }", "DELETE WHERE { ?s ?p ?o }", "LOAD <http://x>",
-                "CLEAR ALL", "WITH <g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", "DESCRIBE <x>", ""):
+    for bad in (
+        "INSERT DATA { <a> <b> <c> }",
+        "DELETE WHERE { ?s ?p ?o }",
+        "LOAD <http://x>",
+        "CLEAR ALL",
+        "WITH <g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }",
+        "DESCRIBE <x>",
+        "",
+    ):
         with pytest.raises(Exception, match="read-only"):
             q.check_read_only(bad)
 

@@ -85,7 +85,7 @@ def write_ntriples(
     if labels is None and is_kg:
         labels = dict(source.iter_labels())  # type: ignore[union-attr]
     labels = labels or {}
-    triples_iter: Iterable[Any] = _iter_kg_triples(source) if is_kg else source
+    triples_iter: Iterable[Any] = _iter_kg_triples(source) if is_kg else source  # type: ignore[assignment]
     seen: dict[str, str] = {}
     rels: dict[str, str] = {}
     n_triples = n_labels = 0

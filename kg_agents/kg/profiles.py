@@ -117,8 +117,13 @@ class Profile:
     def describe(self) -> str:
         """A stable one-line description (for fingerprints)."""
         return "|".join(
-            [self.name, self.entity_ns or "", self.relation_ns or "", *self.label_predicates,
-             self.label_lang or ""]
+            [
+                self.name,
+                self.entity_ns or "",
+                self.relation_ns or "",
+                *self.label_predicates,
+                self.label_lang or "",
+            ]
         )
 
 

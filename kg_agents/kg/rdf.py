@@ -180,12 +180,17 @@ class RdfKG(SparqlBackedKG):
 
         for s, p, o in self.graph.triples((None, None, None)):
             if isinstance(s, URIRef) and isinstance(o, URIRef):
-                yield (self.profile.entity_id(str(s)), self.profile.relation_id(str(p)),
-                       self.profile.entity_id(str(o)))
+                yield (
+                    self.profile.entity_id(str(s)),
+                    self.profile.relation_id(str(p)),
+                    self.profile.entity_id(str(o)),
+                )
 
 
 def _open_binary(p: FsPath) -> IO[bytes]:
-    return gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
+    if p.suffix == ".gz":
+        return gzip.open(p, "rb")  # type: ignore[return-value]
+    return open(p, "rb")
 
 
 def _new_graph(store: str) -> Any:
@@ -259,7 +264,8 @@ def _load_delimited(p: FsPath, sep: str, profile: Profile, store: str) -> Any:
         lines.extend(f"{term} {lab_term} {literal(e)} .\n" for e, term in terms.items())
         ox_store = ox.Store()
         ox_store.load(
-            input="".join(lines).encode("utf-8"), format=ox.RdfFormat.N_TRIPLES,
+            input="".join(lines).encode("utf-8"),
+            format=ox.RdfFormat.N_TRIPLES,
             to_graph=ox.NamedNode(DEFAULT_GRAPH_IRI),
         )
         return Graph(store=OxigraphStore(store=ox_store), identifier=URIRef(DEFAULT_GRAPH_IRI))

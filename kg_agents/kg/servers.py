@@ -112,8 +112,14 @@ class _Server:
     endpoint: str
     _proc: subprocess.Popen[bytes] | None = None
 
-    def __init__(self, files: Files, *, graph: str | None,
-                 directory: str | os.PathLike[str] | None = None, startup_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        files: Files,
+        *,
+        graph: str | None,
+        directory: str | os.PathLike[str] | None = None,
+        startup_timeout: float = 60.0,
+    ) -> None:
         #: (graph IRI or None for the default graph, files) to load
         self.loads: list[tuple[str | None, list[FsPath]]] = _normalize(files, graph)
         self.files = [f for _, fs in self.loads for f in fs]
@@ -142,7 +148,11 @@ class _Server:
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
         try:
             self._proc = subprocess.Popen(
-                argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                argv,
+                cwd=cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )
@@ -254,16 +264,22 @@ class OxigraphServer(_Server):
             for g, fs in self.loads:
                 if fs:
                     argv = [self.binary, "load", "--location", str(self.location), "--file", *map(str, fs)]
-                    self._run(argv + (["--graph", g] if g else []), "oxigraph load", self.load_timeout,
-                              f"oxigraph:{self.location}")
+                    self._run(
+                        argv + (["--graph", g] if g else []),
+                        "oxigraph load",
+                        self.load_timeout,
+                        f"oxigraph:{self.location}",
+                    )
             self.load_seconds = time.perf_counter() - t0
         tries = 1 if self.port else 3
         for attempt in range(tries):
             port = self.port or free_port(self.host)
             self.endpoint = f"http://{self.host}:{port}/query"
             cmd = "serve-read-only" if self.read_only else "serve"
-            self._spawn([self.binary, cmd, "--location", str(self.location), "--bind", f"{self.host}:{port}"],
-                        self.directory)
+            self._spawn(
+                [self.binary, cmd, "--location", str(self.location), "--bind", f"{self.host}:{port}"],
+                self.directory,
+            )
             try:
                 self._wait_ready(self.endpoint)
                 self.bound_port = port
@@ -380,7 +396,9 @@ class VirtuosoServer(_Server):
     def _isql(self, sql: str, timeout: float) -> str:
         return self._run(
             [self.isql, f"{self.host}:{self.sql_port}", "dba", self.password, f"exec={sql}"],
-            "isql-vt", timeout, self.endpoint,
+            "isql-vt",
+            timeout,
+            self.endpoint,
         )
 
     def start(self) -> VirtuosoServer:
@@ -397,8 +415,13 @@ class VirtuosoServer(_Server):
         ini = self.directory / "virtuoso.ini"
         ini.write_text(
             _VIRTUOSO_INI.format(
-                d=self.db_dir, host=self.host, sql_port=self.sql_port, http_port=self.http_port,
-                load_dir=self.load_dir, buffers=self.buffers, dirty=self.buffers * 3 // 4,
+                d=self.db_dir,
+                host=self.host,
+                sql_port=self.sql_port,
+                http_port=self.http_port,
+                load_dir=self.load_dir,
+                buffers=self.buffers,
+                dirty=self.buffers * 3 // 4,
             ),
             encoding="utf-8",
         )

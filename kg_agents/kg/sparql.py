@@ -138,7 +138,7 @@ class SparqlKG(SparqlBackedKG):
         for k, v in self.headers.items():
             sw.addCustomHttpHeader(k, v)
         # SPARQLWrapper.setTimeout truncates to int seconds; the attribute takes a float.
-        sw.timeout = self.timeout
+        sw.timeout = self.timeout  # type: ignore[assignment]
         return sw
 
     def _attempt(self, query: str) -> dict[str, Any]:
