@@ -398,3 +398,46 @@ def test_webqsp_freebase_profile_on_oxigraph(tmp_path: Any) -> None:
             assert set(kg.neighbors(e, direction="both")) == set(mem.neighbors(e, direction="both")), e
         assert kg.label("Jamaica") == "Jamaica"
         assert set(kg.all_relations()) == set(mem.all_relations())
+
+
+@pytest.mark.server
+def test_oxigraph_server_that_cannot_load_says_why(tmp_path: Any) -> None:
+    from kg_agents.kg.servers import OxigraphServer
+
+    bad = tmp_path / "bad.nt"
+    bad.write_text("<http://a> <http://b> .\n", encoding="utf-8")
+    srv = OxigraphServer([bad])
+    with pytest.raises(EndpointError, match="oxigraph load failed"):
+        srv.start()
+    srv.stop()
+    with pytest.raises(FileNotFoundError):
+        OxigraphServer([tmp_path / "missing.nt"])
+
+
+@pytest.mark.server
+def test_virtuoso_server_reports_bulk_load_errors(tmp_path: Any) -> None:
+    from kg_agents.kg.servers import VirtuosoServer
+
+    bad = tmp_path / "bad.nt"
+    bad.write_text("<http://a> <http://b> .\n", encoding="utf-8")
+    srv = VirtuosoServer([bad], graph="urn:bad")
+    with pytest.raises(EndpointError, match="bulk load reported errors"):
+        srv.start()
+    assert srv.pid is None  # stopped
+    with pytest.raises(ConfigError):
+        VirtuosoServer({None: [bad]})
+
+
+@pytest.mark.server
+def test_servers_stop_and_clean_up(tmp_path: Any) -> None:
+    import os
+
+    from kg_agents.kg.servers import OxigraphServer
+
+    p = write_contract_ntriples(tmp_path / "c.nt")
+    with OxigraphServer([p]) as srv:
+        pid, directory = srv.pid, srv.directory
+        assert SparqlKG(srv.endpoint).count_triples() == 37
+    assert srv.pid is None and not directory.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
