@@ -37,6 +37,7 @@ class MiniEndpoint:
         self.mode = "ok"
         self.delay = 0.0
         self.fail_first = 0
+        self.max_selects = 1_000_000
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +55,11 @@ class MiniEndpoint:
                 flaky = outer.mode == "flaky" and len(outer.requests) <= outer.fail_first
                 if outer.mode == "error500" or flaky:
                     return self._reply(500, b"boom", "text/plain")
+                if (
+                    outer.mode == "complex"
+                    and params.get("query", [""])[0].count("SELECT") > outer.max_selects
+                ):
+                    return self._reply(500, b"Virtuoso 42000 Error SQ200: Stack Overflow", "text/plain")
                 if outer.mode == "error400":
                     return self._reply(400, b"bad query", "text/plain")
                 if outer.mode == "garbage":
@@ -111,7 +117,7 @@ def mini(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniEndpoint]:
 
 @pytest.fixture
 def endpoint(mini: MiniEndpoint) -> MiniEndpoint:
-    mini.mode, mini.delay, mini.fail_first = "ok", 0.0, 0
+    mini.mode, mini.delay, mini.fail_first, mini.max_selects = "ok", 0.0, 0, 1_000_000
     mini.requests.clear()
     return mini
 
@@ -205,6 +211,23 @@ def test_ordered_cut_is_reproducible(endpoint: MiniEndpoint) -> None:
     assert "ORDER BY" in endpoint.requests[-1]["params"]["query"][0]
     SparqlKG(endpoint.url, profile=CONTRACT_PROFILE).neighbors("Tom Hanks", direction="in", limit=2)
     assert "ORDER BY" not in endpoint.requests[-1]["params"]["query"][0]
+
+
+def test_rejected_batches_are_halved(endpoint: MiniEndpoint) -> None:
+    endpoint.mode, endpoint.max_selects = "complex", 5  # at most 4 subqueries per request
+    ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, retries=0, cache_size=0)
+    got = kg.neighbors_many(ents, direction="both", limit=3)
+    assert kg.batch_size == 2  # 2 entities x 2 directions = 4 subqueries
+    endpoint.mode = "ok"
+    want = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE).neighbors_many(ents, direction="both", limit=3)
+    assert got == want and all(got[e].truncated == want[e].truncated for e in ents)
+    endpoint.mode, endpoint.max_selects = "complex", 1
+    from kg_agents.kg.sparql import QueryRejected
+
+    with pytest.raises(QueryRejected) as ei:
+        kg.neighbors_many(ents, limit=3)
+    assert ei.value.status == 500 and "Stack Overflow" in str(ei.value)
 
 
 def test_batches_are_split(endpoint: MiniEndpoint) -> None:

@@ -69,7 +69,8 @@ def _side(entities: Sequence[str], relation: str | None, inverse: bool) -> str:
     ev = _values("e", entities)
     rv = (" " + _values("r", [relation])) if relation is not None else ""
     if inverse:
-        return f"{{ {ev}{rv} ?s ?r ?e . FILTER(isIRI(?s)) }}"
+        # a subject is an IRI or a blank node; Virtuoso answers !isBlank ~5x faster than isIRI here
+        return f"{{ {ev}{rv} ?s ?r ?e . FILTER(!isBlank(?s)) }}"
     return f"{{ {ev}{rv} ?e ?r ?o . FILTER(isIRI(?o)) }}"
 
 

@@ -28,9 +28,10 @@ from typing import Any
 
 from kg_agents.errors import EndpointError
 from kg_agents.kg._query import Node, Row, SparqlBackedKG, check_read_only, count_query
+from kg_agents.kg.base import Direction, TripleList
 from kg_agents.kg.profiles import PROFILES, Profile, get_profile
 
-__all__ = ["PROFILES", "Profile", "SparqlKG"]
+__all__ = ["PROFILES", "Profile", "QueryRejected", "SparqlKG"]
 
 _USER_AGENT = "kg-agents (SparqlKG)"
 
@@ -38,9 +39,24 @@ _USER_AGENT = "kg-agents (SparqlKG)"
 class _Retryable(Exception):
     """An attempt failed in a way that another attempt may fix."""
 
+    def __init__(self, reason: str, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
 
-class _Fatal(Exception):
+
+class _Fatal(_Retryable):
     """An attempt failed in a way that retrying cannot fix."""
+
+
+class QueryRejected(EndpointError):
+    """The endpoint answered a query with an HTTP error (4xx/5xx): e.g. a batch too complex for it.
+
+    ``neighbors_many`` splits a rejected batch in halves and retries them.
+    """
+
+    def __init__(self, endpoint: str, reason: str, status: int) -> None:
+        super().__init__(endpoint, reason)
+        self.status = status
 
 
 def _node(b: dict[str, Any]) -> Node:
@@ -63,7 +79,8 @@ class SparqlKG(SparqlBackedKG):
         cache_size: entries in the LRU cache of neighbour / label results (0 disables it).
         graph: a default graph IRI sent as ``default-graph-uri`` (Virtuoso's default dataset is
             every graph, its system graphs included).
-        batch_size: entities per ``neighbors_many`` request.
+        batch_size: entities per ``neighbors_many`` request (halved for good when the endpoint
+            rejects a batch, e.g. Virtuoso's stack overflow on very large ``UNION`` s).
         post_threshold: queries longer than this many characters are POSTed (shorter ones use GET).
         name: a short name (default: the endpoint URL).
         headers: extra HTTP headers (e.g. ``Authorization``).
@@ -90,7 +107,7 @@ class SparqlKG(SparqlBackedKG):
         backoff: float = 0.5,
         cache_size: int = 10_000,
         graph: str | None = None,
-        batch_size: int = 256,
+        batch_size: int = 128,
         post_threshold: int = 2000,
         name: str | None = None,
         headers: dict[str, str] | None = None,
@@ -155,13 +172,14 @@ class SparqlKG(SparqlBackedKG):
             res = sw.query()
             raw = res.response.read()
         except (QueryBadFormed, EndPointNotFound, Unauthorized, URITooLong) as exc:
-            raise _Fatal(f"{type(exc).__name__}: {_short(exc)}") from exc
+            status = {QueryBadFormed: 400, EndPointNotFound: 404, Unauthorized: 401, URITooLong: 414}
+            raise _Fatal(f"{type(exc).__name__}: {_short(exc)}", status[type(exc)]) from exc
         except EndPointInternalError as exc:
-            raise _Retryable(f"HTTP 500: {_short(exc)}") from exc
+            raise _Retryable(f"HTTP 500: {_short(exc)}", 500) from exc
         except urllib.error.HTTPError as exc:
             if exc.code >= 500 or exc.code == 429:
-                raise _Retryable(f"HTTP {exc.code} {exc.reason}") from exc
-            raise _Fatal(f"HTTP {exc.code} {exc.reason}") from exc
+                raise _Retryable(f"HTTP {exc.code} {exc.reason}", exc.code) from exc
+            raise _Fatal(f"HTTP {exc.code} {exc.reason}", exc.code) from exc
         except urllib.error.URLError as exc:
             raise _Retryable(f"unreachable: {exc.reason}") from exc
         except (TimeoutError, ConnectionError, http.client.HTTPException, OSError) as exc:
@@ -200,8 +218,7 @@ class SparqlKG(SparqlBackedKG):
             EndpointError: every attempt failed, or the endpoint rejected the query.
         """
         check_read_only(query)
-        last = "no attempt"
-        cause: BaseException | None = None
+        last: _Retryable | None = None
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
@@ -209,11 +226,35 @@ class SparqlKG(SparqlBackedKG):
             try:
                 return self._attempt_with_deadline(query)
             except _Fatal as exc:
+                if exc.status is not None:
+                    raise QueryRejected(self.endpoint, str(exc), exc.status) from exc
                 raise EndpointError(self.endpoint, str(exc)) from exc
             except _Retryable as exc:
-                last = str(exc)
-                cause = exc
-        raise EndpointError(self.endpoint, f"{last} ({self.retries + 1} attempts)") from cause
+                last = exc
+        assert last is not None
+        reason = f"{last} ({self.retries + 1} attempts)"
+        if last.status is not None:
+            raise QueryRejected(self.endpoint, reason, last.status) from last
+        raise EndpointError(self.endpoint, reason) from last
+
+    def _fetch_edges(
+        self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
+    ) -> dict[str, TripleList]:
+        """One request per chunk; a chunk the endpoint rejects (HTTP error) is split in halves.
+
+        Virtuoso 7, for one, overflows its stack on a few hundred ``UNION`` branches. The smaller
+        size is kept as ``batch_size`` for later calls.
+        """
+        try:
+            return super()._fetch_edges(chunk, rterm, direction, limit)
+        except QueryRejected:
+            if len(chunk) <= 1:
+                raise
+            half = len(chunk) // 2
+            self.batch_size = max(1, min(self.batch_size, half))
+            out = self._fetch_edges(chunk[:half], rterm, direction, limit)
+            out.update(self._fetch_edges(chunk[half:], rterm, direction, limit))
+            return out
 
     def _select(self, query: str) -> list[Row]:
         data = self._request(query)
