@@ -16,6 +16,9 @@ from kg_agents.kg.base import (
     verify_paths,
 )
 from kg_agents.kg.memory import MemoryKG
+from kg_agents.kg.profiles import Profile
+from kg_agents.kg.rdf import RdfKG
+from kg_agents.kg.sparql import SparqlKG
 
 __all__ = [
     "Direction",
@@ -23,6 +26,9 @@ __all__ = [
     "KnowledgeGraph",
     "MemoryKG",
     "Path",
+    "Profile",
+    "RdfKG",
+    "SparqlKG",
     "Triple",
     "TripleList",
     "open_kg",
