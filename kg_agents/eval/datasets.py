@@ -515,7 +515,7 @@ def load_webqsp_sample(*, limit: int | None = None, path: str | FsPath | None = 
     Each question's ``kg`` builds a :class:`~kg_agents.kg.MemoryKG` from its graph (use
     :meth:`Dataset.kg_for`). ``topic_entities`` are the ``q_entity`` names, ``answers`` the
     ``a_entity`` names; ``meta["answers_in_graph"]`` says whether any answer is in the subgraph
-    (3 of the 18 have none).
+    (WebQTest-3 and -31 have none; WebQTest-12 has one of its three).
 
     Args:
         limit: at most this many questions (file order: the sample has no split).

@@ -576,12 +576,15 @@ class EntityIndex:
         when a question has bracketed spans, their ids are returned (all ids sharing the label; a
         span with no lexical match is resolved semantically). Otherwise mentions are found:
 
-        1. label n-grams, longest first, non-overlapping, matched with the ``loose`` key (case and
-           punctuation ignored); spans made only of stopwords are skipped; a span whose case
-           matches the label exactly ranks above one that matches after folding;
+        1. label n-grams, non-overlapping, matched with the ``loose`` key (case, accents and
+           punctuation ignored), ranked: a name-like label (upper case or digits) written exactly
+           as in the question, then longer spans, then name-like labels, then later spans; when
+           some name-like label matched, lower-case labels (MetaQA tags such as ``film``) are
+           dropped; spans made only of stopwords count only when written exactly as a name;
         2. when no n-gram matches, candidate spans (n-grams not starting or ending with a stopword,
            and the whole question) are embedded in one batch and the best non-overlapping semantic
-           hits with score (:func:`match_score`) ``>= min_score`` are kept.
+           hits with score (:func:`match_score`) ``>= min_score`` are kept (lower-case labels only
+           when no name-like label matched).
 
         Args:
             question: the question text.
@@ -672,14 +675,19 @@ class EntityIndex:
         texts = [text[toks[a][1] : toks[b - 1][2]] for a, b in spans] + [question]
         spans.append((0, len(toks)))
         results = self.search_many(texts, k=1)
-        scored = sorted(
-            ((hits[0].score, span, hits[0].id) for span, hits in zip(spans, results, strict=True) if hits),
-            key=lambda x: -x[0],
-        )
+        scored = [
+            (hits[0].score, span, hits[0].id)
+            for span, hits in zip(spans, results, strict=True)
+            if hits and hits[0].score >= min_score
+        ]
+        # as for n-grams: when a name matched, lower-case labels ("film" for "movies") give way
+        if any(_is_proper(self._labels[eid]) for _, _, eid in scored):
+            scored = [c for c in scored if _is_proper(self._labels[c[2]])]
+        scored.sort(key=lambda x: -x[0])
         taken = [False] * len(toks)
         out: list[str] = []
-        for score, (a, b), eid in scored:
-            if score < min_score or len(out) >= max_entities:
+        for _, (a, b), eid in scored:
+            if len(out) >= max_entities:
                 break
             if any(taken[a:b]) or eid in out:
                 continue
