@@ -3,6 +3,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -397,3 +398,23 @@ def test_minilm_on_a_metaqa_sample(tmp_path):
         typo = name[:3] + name[4:]  # drop the 4th character
         ok += idx.link(typo)[0].label == name
     assert ok >= 0.8 * len(names), (ok, len(names))
+
+
+def test_lexical_use_imports_no_model_stack():
+    """Opening an index and lexical linking never import torch, sentence-transformers or FAISS."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from kg_agents.kg import EntityIndex, MemoryKG\n"
+        "idx = EntityIndex(MemoryKG([('Splash', 'r', 'Tom Hanks')]), persist=False)\n"
+        "assert idx.resolve('tom hanks') == 'Tom Hanks'\n"
+        "assert idx.topic_entities('who starred in splash') == ['Splash']\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'faiss') if m in sys.modules))\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120, cwd=root
+    )
+    assert out.stdout.strip() == "[]"
