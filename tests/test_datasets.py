@@ -237,6 +237,11 @@ def test_webqsp_sample_each_question_has_its_graph():
     with pytest.raises(ConfigError):
         get_dataset("webqsp-sample", split="train")
     assert len(load_webqsp_sample(limit=2)) == 2
+    # questions travel to worker processes: the per-question graph factory pickles
+    import pickle
+
+    q2 = pickle.loads(pickle.dumps(ds[2]))
+    assert q2.kg is not None and len(q2.kg()) == ds[2].meta["triples"]
 
 
 def test_webqsp_malformed(tmp_path):

@@ -109,6 +109,7 @@ class Dataset:
     split: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     _kg_cache: dict[str, KnowledgeGraph] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _default_kg: KnowledgeGraph | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -148,16 +149,14 @@ class Dataset:
 
         if self.kg is None:
             raise ConfigError(f"dataset {self.name!r} has no shared KG: each question carries its own graph")
-        kg = self._kg_cache.get("")
-        if kg is None:
+        if self._default_kg is None:
             if isinstance(self.kg, str):
-                kg = open_kg(self.kg)
+                self._default_kg = open_kg(self.kg)
             elif callable(self.kg) and not isinstance(self.kg, KnowledgeGraph):
-                kg = self.kg()
+                self._default_kg = self.kg()
             else:
-                kg = self.kg  # type: ignore[assignment]
-            self._kg_cache[""] = kg  # type: ignore[assignment]
-        return kg  # type: ignore[return-value]
+                self._default_kg = self.kg
+        return self._default_kg
 
 
 # ---------------------------------------------------------------------------- splits
@@ -500,13 +499,17 @@ def load_pathquestion_file(
 
 
 # ---------------------------------------------------------------------------- WebQSP sample
-def _graph_factory(triples: list[tuple[str, str, str]], name: str) -> Callable[[], KnowledgeGraph]:
-    def make() -> KnowledgeGraph:
+@dataclass(frozen=True)
+class SubgraphFactory:
+    """Builds a :class:`~kg_agents.kg.MemoryKG` from a question's own triples (picklable)."""
+
+    triples: tuple[tuple[str, str, str], ...] = field(repr=False)
+    name: str = "subgraph"
+
+    def __call__(self) -> KnowledgeGraph:
         from kg_agents.kg.memory import MemoryKG
 
-        return MemoryKG(triples, name=name)
-
-    return make
+        return MemoryKG(self.triples, name=self.name)
 
 
 def load_webqsp_sample(*, limit: int | None = None, path: str | FsPath | None = None) -> Dataset:
@@ -551,7 +554,7 @@ def load_webqsp_sample(*, limit: int | None = None, path: str | FsPath | None = 
                     "triples": len(triples),
                     "answers_in_graph": any(a in entities for a in answers),
                 },
-                kg=_graph_factory(triples, f"webqsp-{qid}"),
+                kg=SubgraphFactory(tuple(triples), f"webqsp-{qid}"),
             )
         )
     if limit is not None:
