@@ -418,3 +418,11 @@ def test_lexical_use_imports_no_model_stack():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120, cwd=root
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_unbracketed_mentions_ignore_accents():
+    kg = MemoryKG([("István_Lázár", "nationality", "Hungary"), ("Ariège", "country", "France")], name="acc")
+    idx = EntityIndex(kg, semantic=False, persist=False)
+    assert idx.topic_entities("what is the contains of István_Lázár 's nationality ?") == ["István_Lázár"]
+    assert idx.topic_entities("what is the istvan lazar 's nationality") == ["István_Lázár"]
+    assert idx.topic_entities("what is the Ariège 's country 's teams ?") == ["Ariège"]

@@ -617,8 +617,11 @@ class EntityIndex:
         return self._semantic_mentions(question, max_entities, min_score)
 
     def _tokens(self, question: str) -> list[tuple[str, int, int]]:
+        """Word tokens as :func:`loose_key` writes them, with their offsets in the NFKC text."""
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+        return [
+            (loose_key(m.group()) or m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)
+        ]
 
     def _ngram_mentions(self, question: str, max_entities: int) -> list[str]:
         toks = self._tokens(question)
