@@ -275,6 +275,7 @@ def test_unbracketed_mentions_longest_first():
     # labels made only of stopwords count only when written as the label is
     assert idx.topic_entities("who directed You and Me") == ["You and Me"]
     assert idx.topic_entities("you and me") == []
+    assert idx.topic_entities("You could meet Heat") == ["Heat", "heat"]
     # equally good mentions: the later one first (MetaQA templates end with the topic)
     assert idx.topic_entities("did Tom Hanks and Ron Howard work together") == ["Ron Howard", "Tom Hanks"]
     assert idx.topic_entities("did Tom Hanks and Ron Howard work together", max_entities=1) == ["Ron Howard"]

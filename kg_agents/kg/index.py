@@ -633,8 +633,8 @@ class EntityIndex:
             for i in range(n - size + 1):
                 words = [t[0] for t in toks[i : i + size]]
                 only_stop = all(w in STOPWORDS for w in words)
-                if only_stop and size < 2:
-                    continue
+                if only_stop and size == 1 and (i == 0 or words[0] == "i"):
+                    continue  # a capitalised first word or the pronoun "I" is not a name
                 ids = self._loose.get(" ".join(words))
                 if not ids:
                     continue
@@ -646,7 +646,7 @@ class EntityIndex:
                 verbatim = {e for e, lab in labels.items() if text[start : start + len(lab)] == lab}
                 ranked = sorted(ids, key=lambda e: (e not in proper, e not in exact, e not in verbatim))
                 if only_stop and not exact & proper:
-                    continue  # "You and Me" only when written as the label is
+                    continue  # "You and Me", "Them" only when written as the label is
                 key = (-int(bool(exact & proper)), -size, -int(bool(proper)), -i)
                 cands.append((key, i, i + size, ranked))
         cands.sort(key=lambda c: c[0])
