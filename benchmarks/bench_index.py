@@ -61,7 +61,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=300, help="MetaQA validation questions per hop")
     ap.add_argument("--typos", type=int, default=200, help="misspelt labels / questions to link")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch.set_num_threads for this run (on an oversubscribed machine 1 is much faster)",
+    )
     args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    import torch as _torch
+
+    print(f"torch threads: {_torch.get_num_threads()}")
     rng = random.Random(args.seed)
     tmp = None
     if args.cache_dir is None:

@@ -581,10 +581,15 @@ class EntityIndex:
            as in the question, then longer spans, then name-like labels, then later spans; when
            some name-like label matched, lower-case labels (MetaQA tags such as ``film``) are
            dropped; spans made only of stopwords count only when written exactly as a name;
-        2. when no n-gram matches, candidate spans (n-grams not starting or ending with a stopword,
-           and the whole question) are embedded in one batch and the best non-overlapping semantic
-           hits with score (:func:`match_score`) ``>= min_score`` are kept (lower-case labels only
-           when no name-like label matched).
+        2. unless the best n-gram is *strong* (a name-like label written exactly as in the question,
+           or found loosely in an all-lower-case question, with no capitalised word glued to it),
+           candidate spans (n-grams not starting or ending with a stopword, and the whole question)
+           are embedded in one batch and the best non-overlapping semantic hits with score
+           (:func:`match_score`) ``>= min_score`` are kept (lower-case labels only when no
+           name-like label matched). They rank before the n-gram mentions when their span covers the
+           best n-gram (``Simon Winecr`` over ``Simon``) or when that n-gram is a lower-case tag or
+           a loose match (``star`` for ``Star!``); after them otherwise. A misspelt name in an
+           all-lower-case question that also holds a loose label match is not corrected.
 
         Args:
             question: the question text.
@@ -611,10 +616,29 @@ class EntityIndex:
                         raise EntityNotFound(span, suggestions=self._close_labels(span))
                 out.extend(i for i in ids if i not in out)
             return out
-        found = self._ngram_mentions(question, max_entities)
-        if found or not self.semantic_enabled:
+        found, strong, best_span = self._ngram_mentions(question, max_entities)
+        if strong or not self.semantic_enabled:
             return found
-        return self._semantic_mentions(question, max_entities, min_score)
+        sem = self._semantic_mentions(question, max_entities, min_score)
+        if not sem:
+            return found
+        sem_ids = [eid for eid, _ in sem]
+        s_span = sem[0][1]
+        covers = best_span is not None and s_span[0] <= best_span[0] and best_span[1] <= s_span[1]
+        if best_span is None or covers or not found:
+            # the semantic mention is at least as wide as the weak lexical one ("Simon Winecr" vs "Simon")
+            keep_lexical = (
+                [e for e in found if _is_proper(self._labels[e])]
+                if any(_is_proper(self._labels[e]) for e in sem_ids)
+                else found
+            )
+            return list(dict.fromkeys([*sem_ids, *keep_lexical]))[: max(max_entities, len(sem_ids))]
+        if not any(_is_proper(self._labels[e]) for e in found) or not self._exact_at(question, best_span):
+            # a lower-case tag or a loosely matched word ("star" for "Star!") ranks after a semantic name
+            proper_sem = [e for e in sem_ids if _is_proper(self._labels[e])]
+            if proper_sem:
+                return list(dict.fromkeys([*proper_sem, *found]))
+        return list(dict.fromkeys([*found, *sem_ids]))
 
     def _tokens(self, question: str) -> list[tuple[str, int, int]]:
         """Word tokens as :func:`loose_key` writes them, with their offsets in the NFKC text."""
@@ -623,7 +647,9 @@ class EntityIndex:
             (loose_key(m.group()) or m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)
         ]
 
-    def _ngram_mentions(self, question: str, max_entities: int) -> list[str]:
+    def _ngram_mentions(
+        self, question: str, max_entities: int
+    ) -> tuple[list[str], bool, tuple[int, int] | None]:
         toks = self._tokens(question)
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
         n = len(toks)
@@ -651,20 +677,41 @@ class EntityIndex:
                 cands.append((key, i, i + size, ranked))
         cands.sort(key=lambda c: c[0])
         any_proper = any(c[0][2] for c in cands)
+        all_lower = not any(c.isupper() for c in question)
         taken = [False] * n
         out: list[str] = []
         mentions = 0
+        best: tuple[int, int] | None = None
+        strong = False
         for key, a, b, ids in cands:
             if any(taken[a:b]) or (any_proper and not key[2]):
                 continue
             taken[a:b] = [True] * (b - a)
             out.extend(i for i in ids if i not in out)
+            if best is None:
+                best = (a, b)
+                # strong: a name written exactly as its label, with no capitalised word glued to it
+                # (a misspelt "Simon Winecr" matches the label "Simon" exactly, but "Winecr" is left)
+                glued = [j for j in (a - 1, b) if 0 < j < n and _capitalised(text, toks[j][1])]
+                # an all-lower-case question cannot match case: a name-like label found loosely counts
+                strong = (key[0] == -1 or (key[2] == -1 and all_lower)) and not glued
             mentions += 1
             if mentions >= max_entities:
                 break
-        return out
+        return out, strong, best
 
-    def _semantic_mentions(self, question: str, max_entities: int, min_score: float) -> list[str]:
+    def _exact_at(self, question: str, span: tuple[int, int]) -> bool:
+        """True when the words of ``span`` are, case included, the words of some label."""
+        text = unicodedata.normalize("NFKC", question).replace("_", " ")
+        toks = self._tokens(question)
+        a, b = span
+        surface = _WORD.findall(text[toks[a][1] : toks[b - 1][2]])
+        ids = self._loose.get(" ".join(t[0] for t in toks[a:b]), [])
+        return any(_WORD.findall(self._labels[e].replace("_", " ")) == surface for e in ids)
+
+    def _semantic_mentions(
+        self, question: str, max_entities: int, min_score: float
+    ) -> list[tuple[str, tuple[int, int]]]:
         toks = self._tokens(question)
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
         spans: list[tuple[int, int]] = []
@@ -673,7 +720,7 @@ class EntityIndex:
                 if toks[i][0] in STOPWORDS or toks[i + size - 1][0] in STOPWORDS:
                     continue
                 spans.append((i, i + size))
-        if not spans and not toks:
+        if not toks:
             return []
         texts = [text[toks[a][1] : toks[b - 1][2]] for a, b in spans] + [question]
         spans.append((0, len(toks)))
@@ -688,15 +735,19 @@ class EntityIndex:
             scored = [c for c in scored if _is_proper(self._labels[c[2]])]
         scored.sort(key=lambda x: -x[0])
         taken = [False] * len(toks)
-        out: list[str] = []
+        out: list[tuple[str, tuple[int, int]]] = []
         for _, (a, b), eid in scored:
             if len(out) >= max_entities:
                 break
-            if any(taken[a:b]) or eid in out:
+            if any(taken[a:b]) or any(eid == e for e, _ in out):
                 continue
             taken[a:b] = [True] * (b - a)
-            out.append(eid)
+            out.append((eid, (a, b)))
         return out
+
+
+def _capitalised(text: str, start: int) -> bool:
+    return text[start].isupper() or text[start].isdigit()
 
 
 def _is_proper(label: str) -> bool:
