@@ -43,7 +43,7 @@ import numpy as np
 
 from kg_agents.errors import EntityNotFound, KGAgentsError, ModelError
 from kg_agents.kg.base import KnowledgeGraph
-from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, get_sentence_encoder
+from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_sentence_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -249,6 +249,8 @@ class EntityIndex:
         self._text_ids: list[list[str]] | None = None
         self._faiss: Any = None
         self._embeddings: np.ndarray | None = None
+        self._spell_encoder = HashingEncoder(dim=256, n=3)
+        self._spell_faiss: Any = None
         self.build_seconds: float | None = None
         self.loaded_from_cache: bool | None = None
 
@@ -390,14 +392,21 @@ class EntityIndex:
             return [[] for _ in texts]
         q = self._encode([display_text(t) for t in texts])
         n_search = min(len(self._texts), max(k * 4, 20))
-        scores, idx = self._faiss.search(q, n_search)
+        _, idx = self._faiss.search(q, n_search)
+        # Candidates by spelling too: sentence embeddings miss misspelt rare names ("Mikio Nause").
+        _, idx_spell = self._spelling_index().search(
+            self._spell_encoder([loose_key(t) for t in texts]), n_search
+        )
+        emb = self._embeddings
+        assert emb is not None
         out: list[list[LinkedEntity]] = []
-        for text, row_s, row_i in zip(texts, scores.tolist(), idx.tolist(), strict=True):
+        for row, text in enumerate(texts):
+            cand = {int(i) for i in (*idx[row].tolist(), *idx_spell[row].tolist()) if i >= 0}
             ranked: list[tuple[float, int]] = []
-            for cos, i in zip(row_s, row_i, strict=True):
-                if i >= 0:
-                    ranked.append((match_score(float(cos), spelling_similarity(text, self._texts[i])), i))
-            ranked.sort(key=lambda x: -x[0])
+            for i in cand:
+                cos = float(emb[i] @ q[row])
+                ranked.append((match_score(cos, spelling_similarity(text, self._texts[i])), i))
+            ranked.sort(key=lambda x: (-x[0], x[1]))
             hits: list[LinkedEntity] = []
             for score, i in ranked:
                 for eid in self._text_ids[i]:
@@ -406,6 +415,18 @@ class EntityIndex:
                     break
             out.append(hits[:k])
         return out
+
+    def _spelling_index(self) -> Any:
+        """A FAISS index of hashed character trigrams of the labels (built in memory on first use)."""
+        if self._spell_faiss is None:
+            with self._lock:
+                if self._spell_faiss is None:
+                    faiss = _import_faiss()
+                    vecs = self._spell_encoder([loose_key(t) for t in self._texts or []])
+                    index = faiss.IndexFlatIP(self._spell_encoder.dim)
+                    index.add(np.ascontiguousarray(vecs))
+                    self._spell_faiss = index
+        return self._spell_faiss
 
     @property
     def encoder(self) -> Encoder:
@@ -637,7 +658,8 @@ class EntityIndex:
             # a lower-case tag or a loosely matched word ("star" for "Star!") ranks after a semantic name
             proper_sem = [e for e in sem_ids if _is_proper(self._labels[e])]
             if proper_sem:
-                return list(dict.fromkeys([*proper_sem, *found]))
+                named = [e for e in found if _is_proper(self._labels[e])]
+                return list(dict.fromkeys([*proper_sem, *named]))
         return list(dict.fromkeys([*found, *sem_ids]))
 
     def _tokens(self, question: str) -> list[tuple[str, int, int]]:
@@ -715,9 +737,18 @@ class EntityIndex:
         toks = self._tokens(question)
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
         spans: list[tuple[int, int]] = []
+        # In a mixed-case question names are capitalised: spans without a capitalised word are not
+        # candidates ("movies" would match the film "Movie Movie").
+        cased = any(c.isupper() for c in question)
         for size in range(1, min(len(toks), 8) + 1):
             for i in range(len(toks) - size + 1):
                 if toks[i][0] in STOPWORDS or toks[i + size - 1][0] in STOPWORDS:
+                    continue
+                if cased and not any(_capitalised(text, toks[j][1]) for j in range(i, i + size)):
+                    continue
+                # nor spans that cut a run of capitalised words ("Simon" out of "Simon Winecr")
+                glued = [j for j in (i - 1, i + size) if 0 < j < len(toks) and _capitalised(text, toks[j][1])]
+                if cased and glued:
                     continue
                 spans.append((i, i + size))
         if not toks:
