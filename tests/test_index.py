@@ -427,3 +427,24 @@ def test_unbracketed_mentions_ignore_accents():
     assert idx.topic_entities("what is the contains of István_Lázár 's nationality ?") == ["István_Lázár"]
     assert idx.topic_entities("what is the istvan lazar 's nationality") == ["István_Lázár"]
     assert idx.topic_entities("what is the Ariège 's country 's teams ?") == ["Ariège"]
+
+
+def test_misspelt_name_glued_to_a_partial_match(tmp_path):
+    kg = MemoryKG(
+        [
+            ("Simon", "directed_by", "Simon Wincer"),
+            ("Doctor Zhivago", "has_tags", "doctor"),
+            ("Doctor Zhivago", "has_tags", "film"),
+            ("Star!", "starred_actors", "Sandy Dennis"),
+        ],
+        name="typos",
+    )
+    idx = EntityIndex(kg, encoder=HashingEncoder(), persist=False)
+    # "Simon" matches exactly, but the capitalised "Winecr" glued to it asks for a semantic pass
+    assert idx.topic_entities("Simon Winecr was the director on which movies")[0] == "Simon Wincer"
+    # lower-case tags give way to the corrected name
+    assert idx.topic_entities("the film Doctor Zhvago starred which actors") == ["Doctor Zhivago"]
+    # a loose match ("star" for "Star!") ranks after the corrected name
+    assert idx.topic_entities("what films did Sandy Denins star in")[:2] == ["Sandy Dennis", "Star!"]
+    # a correctly written name is strong: no semantic pass, nothing else added
+    assert idx.topic_entities("what did Simon Wincer direct") == ["Simon Wincer"]
