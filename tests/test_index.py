@@ -384,7 +384,7 @@ def test_minilm_reopen_uses_cache(minilm_index):
 @pytest.mark.integration
 @pytest.mark.slow
 def test_minilm_on_a_metaqa_sample(tmp_path):
-    """A 1,000-entity slice of MetaQA: misspelt multi-word labels link back (real encoder)."""
+    """A 1,167-entity slice of MetaQA (its first 1,500 triples): misspelt labels link back."""
     full = open_kg("metaqa")
     triples = []
     for t in full.iter_triples():
