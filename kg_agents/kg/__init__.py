@@ -15,6 +15,8 @@ from kg_agents.kg.base import (
     verify_path,
     verify_paths,
 )
+from kg_agents.kg.encoder import get_sentence_encoder
+from kg_agents.kg.index import EntityIndex, LinkedEntity
 from kg_agents.kg.memory import MemoryKG
 from kg_agents.kg.profiles import Profile
 from kg_agents.kg.rdf import RdfKG
@@ -22,8 +24,10 @@ from kg_agents.kg.sparql import SparqlKG
 
 __all__ = [
     "Direction",
+    "EntityIndex",
     "Hop",
     "KnowledgeGraph",
+    "LinkedEntity",
     "MemoryKG",
     "Path",
     "Profile",
@@ -31,6 +35,7 @@ __all__ = [
     "SparqlKG",
     "Triple",
     "TripleList",
+    "get_sentence_encoder",
     "open_kg",
     "verify_path",
     "verify_paths",

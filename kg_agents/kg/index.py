@@ -43,7 +43,7 @@ import numpy as np
 
 from kg_agents.errors import EntityNotFound, KGAgentsError, ModelError
 from kg_agents.kg.base import KnowledgeGraph
-from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, get_sentence_encoder
+from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_sentence_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,8 @@ class LinkedEntity:
     Attributes:
         id: the entity id in the KG.
         label: its label.
-        score: 1.0 for lexical matches, cosine similarity for semantic ones.
+        score: 1.0 for lexical matches; for semantic ones :func:`match_score` of the cosine
+            similarity and the spelling similarity (0..1).
         method: ``"exact"``, ``"id"``, ``"folded"``, ``"loose"`` or ``"semantic"``.
     """
 
@@ -93,8 +94,31 @@ def fold(text: str) -> str:
 
 
 def loose_key(text: str) -> str:
-    """Word characters only, case-folded: ``"X-Men: The Last Stand"`` -> ``"x men the last stand"``."""
-    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold().replace("_", " ")))
+    """Word characters only, case-folded, accents dropped.
+
+    Example:
+        >>> loose_key("X-Men: The Last Stand"), loose_key("Amélie")
+        ('x men the last stand', 'amelie')
+    """
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", bare).casefold().replace("_", " ")))
+
+
+def spelling_similarity(a: str, b: str) -> float:
+    """Character similarity of two texts after :func:`loose_key` (difflib ratio, 0..1)."""
+    return difflib.SequenceMatcher(None, loose_key(a), loose_key(b), autojunk=False).ratio()
+
+
+def match_score(cosine: float, spelling: float) -> float:
+    """The score of a semantic candidate: ``max(cosine, 0.3 * cosine + 0.7 * spelling)``.
+
+    Sentence embeddings place a misspelt name (``tom hanx``: cosine 0.56 to ``Tom Hanks``) barely
+    closer to the right label than to an unrelated one (``Steven Spielberg``: 0.62 to ``Tom Hanks``);
+    mixing in the spelling similarity lifts typos without penalising matches that only the
+    embedding sees (``sci-fi`` -> ``Science Fiction``).
+    """
+    return max(cosine, 0.3 * cosine + 0.7 * spelling)
 
 
 def display_text(label: str) -> str:
@@ -225,6 +249,8 @@ class EntityIndex:
         self._text_ids: list[list[str]] | None = None
         self._faiss: Any = None
         self._embeddings: np.ndarray | None = None
+        self._spell_encoder = HashingEncoder(dim=256, n=3)
+        self._spell_faiss: Any = None
         self.build_seconds: float | None = None
         self.loaded_from_cache: bool | None = None
 
@@ -307,11 +333,11 @@ class EntityIndex:
                             break
         return hits
 
-    def resolve(self, text: str, *, min_score: float = 0.8) -> str:
+    def resolve(self, text: str, *, min_score: float = 0.7) -> str:
         """The best entity id for ``text``, or raise :class:`EntityNotFound` with suggestions.
 
-        A lexical match wins; otherwise the best semantic candidate with cosine similarity
-        ``>= min_score``.
+        A lexical match wins; otherwise the best semantic candidate whose score
+        (:func:`match_score`) is ``>= min_score``.
 
         Raises:
             EntityNotFound: nothing close enough; ``suggestions`` lists the closest labels.
@@ -365,20 +391,42 @@ class EntityIndex:
         if not texts or not self._texts:
             return [[] for _ in texts]
         q = self._encode([display_text(t) for t in texts])
-        n_search = min(len(self._texts), max(k, 1))
-        scores, idx = self._faiss.search(q, n_search)
+        n_search = min(len(self._texts), max(k * 4, 20))
+        _, idx = self._faiss.search(q, n_search)
+        # Candidates by spelling too: sentence embeddings miss misspelt rare names ("Mikio Nause").
+        _, idx_spell = self._spelling_index().search(
+            self._spell_encoder([loose_key(t) for t in texts]), n_search
+        )
+        emb = self._embeddings
+        assert emb is not None
         out: list[list[LinkedEntity]] = []
-        for row_s, row_i in zip(scores.tolist(), idx.tolist(), strict=True):
+        for row, text in enumerate(texts):
+            cand = {int(i) for i in (*idx[row].tolist(), *idx_spell[row].tolist()) if i >= 0}
+            ranked: list[tuple[float, int]] = []
+            for i in cand:
+                cos = float(emb[i] @ q[row])
+                ranked.append((match_score(cos, spelling_similarity(text, self._texts[i])), i))
+            ranked.sort(key=lambda x: (-x[0], x[1]))
             hits: list[LinkedEntity] = []
-            for s, i in zip(row_s, row_i, strict=True):
-                if i < 0:
-                    continue
+            for score, i in ranked:
                 for eid in self._text_ids[i]:
-                    hits.append(
-                        LinkedEntity(eid, self._labels.get(eid, self._texts[i]), float(s), "semantic")
-                    )
+                    hits.append(LinkedEntity(eid, self._labels.get(eid, self._texts[i]), score, "semantic"))
+                if len(hits) >= k:
+                    break
             out.append(hits[:k])
         return out
+
+    def _spelling_index(self) -> Any:
+        """A FAISS index of hashed character trigrams of the labels (built in memory on first use)."""
+        if self._spell_faiss is None:
+            with self._lock:
+                if self._spell_faiss is None:
+                    faiss = _import_faiss()
+                    vecs = self._spell_encoder([loose_key(t) for t in self._texts or []])
+                    index = faiss.IndexFlatIP(self._spell_encoder.dim)
+                    index.add(np.ascontiguousarray(vecs))
+                    self._spell_faiss = index
+        return self._spell_faiss
 
     @property
     def encoder(self) -> Encoder:
@@ -549,17 +597,25 @@ class EntityIndex:
         when a question has bracketed spans, their ids are returned (all ids sharing the label; a
         span with no lexical match is resolved semantically). Otherwise mentions are found:
 
-        1. label n-grams, longest first, non-overlapping, matched with the ``loose`` key (case and
-           punctuation ignored); spans made only of stopwords are skipped; a span whose case
-           matches the label exactly ranks above one that matches after folding;
-        2. when no n-gram matches, candidate spans (n-grams not starting or ending with a stopword,
-           and the whole question) are embedded in one batch and the best semantic hits with cosine
-           ``>= min_score`` are kept.
+        1. label n-grams, non-overlapping, matched with the ``loose`` key (case, accents and
+           punctuation ignored), ranked: a name-like label (upper case or digits) written exactly
+           as in the question, then longer spans, then name-like labels, then later spans; when
+           some name-like label matched, lower-case labels (MetaQA tags such as ``film``) are
+           dropped; spans made only of stopwords count only when written exactly as a name;
+        2. unless the best n-gram is *strong* (a name-like label written exactly as in the question,
+           or found loosely in an all-lower-case question, with no capitalised word glued to it),
+           candidate spans (n-grams not starting or ending with a stopword, and the whole question)
+           are embedded in one batch and the best non-overlapping semantic hits with score
+           (:func:`match_score`) ``>= min_score`` are kept (lower-case labels only when no
+           name-like label matched). They rank before the n-gram mentions when their span covers the
+           best n-gram (``Simon Winecr`` over ``Simon``) or when that n-gram is a lower-case tag or
+           a loose match (``star`` for ``Star!``); after them otherwise. A misspelt name in an
+           all-lower-case question that also holds a loose label match is not corrected.
 
         Args:
             question: the question text.
             max_entities: most mentions returned for an unbracketed question.
-            min_score: cosine threshold of the semantic fallback.
+            min_score: score threshold of the semantic fallback.
 
         Raises:
             EntityNotFound: a bracketed span matches no entity closely enough.
@@ -581,16 +637,41 @@ class EntityIndex:
                         raise EntityNotFound(span, suggestions=self._close_labels(span))
                 out.extend(i for i in ids if i not in out)
             return out
-        found = self._ngram_mentions(question, max_entities)
-        if found or not self.semantic_enabled:
+        found, strong, best_span = self._ngram_mentions(question, max_entities)
+        if strong or not self.semantic_enabled:
             return found
-        return self._semantic_mentions(question, max_entities, min_score)
+        sem = self._semantic_mentions(question, max_entities, min_score)
+        if not sem:
+            return found
+        sem_ids = [eid for eid, _ in sem]
+        s_span = sem[0][1]
+        covers = best_span is not None and s_span[0] <= best_span[0] and best_span[1] <= s_span[1]
+        if best_span is None or covers or not found:
+            # the semantic mention is at least as wide as the weak lexical one ("Simon Winecr" vs "Simon")
+            keep_lexical = (
+                [e for e in found if _is_proper(self._labels[e])]
+                if any(_is_proper(self._labels[e]) for e in sem_ids)
+                else found
+            )
+            return list(dict.fromkeys([*sem_ids, *keep_lexical]))[: max(max_entities, len(sem_ids))]
+        if not any(_is_proper(self._labels[e]) for e in found) or not self._exact_at(question, best_span):
+            # a lower-case tag or a loosely matched word ("star" for "Star!") ranks after a semantic name
+            proper_sem = [e for e in sem_ids if _is_proper(self._labels[e])]
+            if proper_sem:
+                named = [e for e in found if _is_proper(self._labels[e])]
+                return list(dict.fromkeys([*proper_sem, *named]))
+        return list(dict.fromkeys([*found, *sem_ids]))
 
     def _tokens(self, question: str) -> list[tuple[str, int, int]]:
+        """Word tokens as :func:`loose_key` writes them, with their offsets in the NFKC text."""
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+        return [
+            (loose_key(m.group()) or m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)
+        ]
 
-    def _ngram_mentions(self, question: str, max_entities: int) -> list[str]:
+    def _ngram_mentions(
+        self, question: str, max_entities: int
+    ) -> tuple[list[str], bool, tuple[int, int] | None]:
         toks = self._tokens(question)
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
         n = len(toks)
@@ -600,8 +681,8 @@ class EntityIndex:
             for i in range(n - size + 1):
                 words = [t[0] for t in toks[i : i + size]]
                 only_stop = all(w in STOPWORDS for w in words)
-                if only_stop and size < 2:
-                    continue
+                if only_stop and size == 1 and (i == 0 or words[0] == "i"):
+                    continue  # a capitalised first word or the pronoun "I" is not a name
                 ids = self._loose.get(" ".join(words))
                 if not ids:
                     continue
@@ -613,52 +694,91 @@ class EntityIndex:
                 verbatim = {e for e, lab in labels.items() if text[start : start + len(lab)] == lab}
                 ranked = sorted(ids, key=lambda e: (e not in proper, e not in exact, e not in verbatim))
                 if only_stop and not exact & proper:
-                    continue  # "You and Me" only when written as the label is
+                    continue  # "You and Me", "Them" only when written as the label is
                 key = (-int(bool(exact & proper)), -size, -int(bool(proper)), -i)
                 cands.append((key, i, i + size, ranked))
         cands.sort(key=lambda c: c[0])
         any_proper = any(c[0][2] for c in cands)
+        all_lower = not any(c.isupper() for c in question)
         taken = [False] * n
         out: list[str] = []
         mentions = 0
+        best: tuple[int, int] | None = None
+        strong = False
         for key, a, b, ids in cands:
             if any(taken[a:b]) or (any_proper and not key[2]):
                 continue
             taken[a:b] = [True] * (b - a)
             out.extend(i for i in ids if i not in out)
+            if best is None:
+                best = (a, b)
+                # strong: a name written exactly as its label, with no capitalised word glued to it
+                # (a misspelt "Simon Winecr" matches the label "Simon" exactly, but "Winecr" is left)
+                glued = [j for j in (a - 1, b) if 0 < j < n and _capitalised(text, toks[j][1])]
+                # an all-lower-case question cannot match case: a name-like label found loosely counts
+                strong = (key[0] == -1 or (key[2] == -1 and all_lower)) and not glued
             mentions += 1
             if mentions >= max_entities:
                 break
-        return out
+        return out, strong, best
 
-    def _semantic_mentions(self, question: str, max_entities: int, min_score: float) -> list[str]:
+    def _exact_at(self, question: str, span: tuple[int, int]) -> bool:
+        """True when the words of ``span`` are, case included, the words of some label."""
+        text = unicodedata.normalize("NFKC", question).replace("_", " ")
+        toks = self._tokens(question)
+        a, b = span
+        surface = _WORD.findall(text[toks[a][1] : toks[b - 1][2]])
+        ids = self._loose.get(" ".join(t[0] for t in toks[a:b]), [])
+        return any(_WORD.findall(self._labels[e].replace("_", " ")) == surface for e in ids)
+
+    def _semantic_mentions(
+        self, question: str, max_entities: int, min_score: float
+    ) -> list[tuple[str, tuple[int, int]]]:
         toks = self._tokens(question)
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
         spans: list[tuple[int, int]] = []
+        # In a mixed-case question names are capitalised: spans without a capitalised word are not
+        # candidates ("movies" would match the film "Movie Movie").
+        cased = any(c.isupper() for c in question)
         for size in range(1, min(len(toks), 8) + 1):
             for i in range(len(toks) - size + 1):
                 if toks[i][0] in STOPWORDS or toks[i + size - 1][0] in STOPWORDS:
                     continue
+                if cased and not any(_capitalised(text, toks[j][1]) for j in range(i, i + size)):
+                    continue
+                # nor spans that cut a run of capitalised words ("Simon" out of "Simon Winecr")
+                glued = [j for j in (i - 1, i + size) if 0 < j < len(toks) and _capitalised(text, toks[j][1])]
+                if cased and glued:
+                    continue
                 spans.append((i, i + size))
-        if not spans and not toks:
+        if not toks:
             return []
         texts = [text[toks[a][1] : toks[b - 1][2]] for a, b in spans] + [question]
         spans.append((0, len(toks)))
         results = self.search_many(texts, k=1)
-        scored = sorted(
-            ((hits[0].score, span, hits[0].id) for span, hits in zip(spans, results, strict=True) if hits),
-            key=lambda x: -x[0],
-        )
+        scored = [
+            (hits[0].score, span, hits[0].id)
+            for span, hits in zip(spans, results, strict=True)
+            if hits and hits[0].score >= min_score
+        ]
+        # as for n-grams: when a name matched, lower-case labels ("film" for "movies") give way
+        if any(_is_proper(self._labels[eid]) for _, _, eid in scored):
+            scored = [c for c in scored if _is_proper(self._labels[c[2]])]
+        scored.sort(key=lambda x: -x[0])
         taken = [False] * len(toks)
-        out: list[str] = []
-        for score, (a, b), eid in scored:
-            if score < min_score or len(out) >= max_entities:
+        out: list[tuple[str, tuple[int, int]]] = []
+        for _, (a, b), eid in scored:
+            if len(out) >= max_entities:
                 break
-            if any(taken[a:b]) or eid in out:
+            if any(taken[a:b]) or any(eid == e for e, _ in out):
                 continue
             taken[a:b] = [True] * (b - a)
-            out.append(eid)
+            out.append((eid, (a, b)))
         return out
+
+
+def _capitalised(text: str, start: int) -> bool:
+    return text[start].isupper() or text[start].isdigit()
 
 
 def _is_proper(label: str) -> bool:
