@@ -41,3 +41,12 @@ typecheck: setup
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+
+# The real vLLM CPU server for the `vllm` tests, in its own venv (see scripts/setup_vllm.sh).
+VLLM_STAMP := .venv-vllm/.kg-agents-vllm-setup
+.PHONY: setup-vllm
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): scripts/setup_vllm.sh
+	rm -f $(VLLM_STAMP)
+	PYTHON=$(PYTHON) scripts/setup_vllm.sh

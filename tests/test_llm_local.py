@@ -317,3 +317,24 @@ async def test_abatch_and_astream(llm: LocalChatModel) -> None:
 def test_unknown_call_option_is_a_config_error(llm: LocalChatModel) -> None:
     with pytest.raises(ConfigError, match="unsupported call options"):
         llm.invoke("hi", frequency_penalty=1.0)
+
+
+def test_vllm_server_without_venv_is_a_model_error(tmp_path) -> None:
+    from kg_agents.llm.vllm_server import VLLMServer
+
+    with pytest.raises(ModelError, match="setup_vllm"):
+        VLLMServer(python=tmp_path / "no-venv" / "bin" / "python", work_dir=tmp_path).start()
+
+
+def test_public_exports_are_pinned() -> None:
+    import kg_agents.llm as llm_pkg
+
+    assert llm_pkg.__all__ == sorted(llm_pkg.__all__)
+    assert set(llm_pkg.__all__) == {
+        "ConstrainedDecoder",
+        "DecodedPath",
+        "LocalChatModel",
+        "UsageCallback",
+        "load_local_model",
+        "resolve_chat_model",
+    }
