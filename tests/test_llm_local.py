@@ -338,3 +338,10 @@ def test_public_exports_are_pinned() -> None:
         "load_local_model",
         "resolve_chat_model",
     }
+
+
+def test_generation_lock_is_shared_per_checkpoint() -> None:
+    from kg_agents.llm.chat import generation_lock
+
+    assert generation_lock() is generation_lock(None)
+    assert generation_lock("/some/dir") is generation_lock("/some/dir") is not generation_lock()

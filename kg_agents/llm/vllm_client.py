@@ -197,7 +197,7 @@ class VLLMClient:
 def _jsonable_prompt(prompt: Prompt | Sequence[Prompt]) -> Any:
     if isinstance(prompt, str):
         return prompt
-    items = list(prompt)
+    items: list[Any] = list(prompt)
     if items and all(isinstance(t, int) for t in items):
         return [int(t) for t in items]
-    return [p if isinstance(p, str) else [int(t) for t in p] for p in items]  # type: ignore[union-attr]
+    return [p if isinstance(p, str) else [int(t) for t in p] for p in items]
