@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests
 
 from kg_agents.errors import ConfigError, ModelError
@@ -345,3 +346,31 @@ def test_generation_lock_is_shared_per_checkpoint() -> None:
 
     assert generation_lock() is generation_lock(None)
     assert generation_lock("/some/dir") is generation_lock("/some/dir") is not generation_lock()
+
+
+@pytest.mark.integration
+def test_model_override_is_rejected(llm: LocalChatModel) -> None:
+    with pytest.raises(ConfigError, match="serves 'smollm2-135m-instruct' only"):
+        llm.invoke("hi", model="gpt-4")
+
+
+@pytest.mark.integration
+class TestLocalChatModelIntegration(ChatModelIntegrationTests):
+    """LangChain's standard integration suite on the real model (tool calling, structured output and
+    multimodal tests are skipped by the suite's capability flags; small ``max_tokens`` keeps it cheap)."""
+
+    @property
+    def chat_model_class(self) -> type[BaseChatModel]:
+        return LocalChatModel
+
+    @property
+    def chat_model_params(self) -> dict:
+        return {"model": "smollm2-135m-instruct", "temperature": 0, "max_tokens": 12}
+
+    @property
+    def has_tool_calling(self) -> bool:
+        return False
+
+    @property
+    def returns_usage_metadata(self) -> bool:
+        return True

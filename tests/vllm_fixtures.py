@@ -18,11 +18,12 @@ if TYPE_CHECKING:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # langchain-tests' ChatModelUnitTests marks test_init_time with @pytest.mark.benchmark; pytest-benchmark
-    # is disabled in this repo (-p no:benchmark), so register the marker for --strict-markers.
+    # langchain-tests marks some tests with @pytest.mark.benchmark / @pytest.mark.vcr; their plugins are
+    # disabled in this repo (-p no:benchmark -p no:recording), so register the markers for --strict-markers.
     config.addinivalue_line(
         "markers", "benchmark: langchain-tests timing test (pytest-benchmark is disabled)"
     )
+    config.addinivalue_line("markers", "vcr: langchain-tests cassette test (pytest-recording is disabled)")
 
 
 @pytest.fixture
@@ -36,6 +37,12 @@ def benchmark() -> Callable[..., Any]:
         return fn(*args, **kwargs)
 
     return run
+
+
+@pytest.fixture
+def vcr() -> None:
+    """Stand-in for pytest-recording's fixture (disabled here); the suite skips its VCR tests by default."""
+    return None
 
 
 @pytest.fixture(scope="session")

@@ -293,6 +293,11 @@ class LocalChatModel(BaseChatModel):
                     else ""
                 )
             )
+        if kwargs.get("model", self.model_name) != self.model_name:
+            raise ConfigError(
+                f"LocalChatModel serves {self.model_name!r} only; got model={kwargs['model']!r} "
+                "(make another instance with resolve_chat_model('local:/path/to/hf_dir'))"
+            )
         model, tok = self._load()
         chat = messages_to_chat(messages)
         try:
