@@ -315,9 +315,11 @@ async def test_abatch_and_astream(llm: LocalChatModel) -> None:
 
 
 @pytest.mark.integration
-def test_unknown_call_option_is_a_config_error(llm: LocalChatModel) -> None:
-    with pytest.raises(ConfigError, match="unsupported call options"):
-        llm.invoke("hi", frequency_penalty=1.0)
+def test_bad_per_call_values_are_config_errors(llm: LocalChatModel) -> None:
+    with pytest.raises(ConfigError, match="max_tokens >= 1"):
+        llm.invoke("hi", max_tokens=0)
+    with pytest.raises(ConfigError, match="temperature >= 0"):
+        llm.invoke("hi", temperature=-0.5)
 
 
 def test_vllm_server_without_venv_is_a_model_error(tmp_path) -> None:
@@ -349,12 +351,6 @@ def test_generation_lock_is_shared_per_checkpoint() -> None:
 
 
 @pytest.mark.integration
-def test_model_override_is_rejected(llm: LocalChatModel) -> None:
-    with pytest.raises(ConfigError, match="serves 'smollm2-135m-instruct' only"):
-        llm.invoke("hi", model="gpt-4")
-
-
-@pytest.mark.integration
 class TestLocalChatModelIntegration(ChatModelIntegrationTests):
     """LangChain's standard integration suite on the real model (tool calling, structured output and
     multimodal tests are skipped by the suite's capability flags; small ``max_tokens`` keeps it cheap)."""
@@ -374,3 +370,14 @@ class TestLocalChatModelIntegration(ChatModelIntegrationTests):
     @property
     def returns_usage_metadata(self) -> bool:
         return True
+
+
+def test_bad_call_options_fail_before_loading() -> None:
+    llm = LocalChatModel(max_tokens=4)
+    with pytest.raises(ConfigError, match="unsupported call options"):
+        llm.invoke("hi", frequency_penalty=1.0)
+    with pytest.raises(ConfigError, match="tools need a server model"):
+        llm.invoke("hi", tools=[{"type": "function"}])
+    with pytest.raises(ConfigError, match="serves 'smollm2-135m-instruct' only"):
+        llm.invoke("hi", model="gpt-4")
+    assert llm._hf is None

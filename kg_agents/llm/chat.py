@@ -310,6 +310,8 @@ class LocalChatModel(BaseChatModel):
         temperature = float(kwargs.get("temperature", self.temperature))
         max_new = int(kwargs.get("max_tokens", kwargs.get("max_new_tokens", self.max_tokens)))
         stops = list(stop if stop is not None else (self.stop or []))
+        if temperature < 0 or max_new < 1:
+            raise ConfigError(f"need temperature >= 0 and max_tokens >= 1, got {temperature} and {max_new}")
         from transformers import GenerationConfig, StoppingCriteriaList
 
         cfg = GenerationConfig(
