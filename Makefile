@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/kg-agents demo
 
-test: setup
+test: setup setup-servers setup-vllm
 	$(BIN)/python -m pytest
 
 test-fast: setup
@@ -46,3 +46,12 @@ clean:
 .PHONY: setup-servers
 setup-servers:
 	bash scripts/install_virtuoso.sh
+
+# The real vLLM CPU server for the `vllm` tests, in its own venv (see scripts/setup_vllm.sh).
+VLLM_STAMP := .venv-vllm/.kg-agents-vllm-setup
+.PHONY: setup-vllm
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): scripts/setup_vllm.sh
+	rm -f $(VLLM_STAMP)
+	PYTHON=$(PYTHON) scripts/setup_vllm.sh

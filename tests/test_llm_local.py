@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests
 
 from kg_agents.errors import ConfigError, ModelError
@@ -314,6 +315,69 @@ async def test_abatch_and_astream(llm: LocalChatModel) -> None:
 
 
 @pytest.mark.integration
-def test_unknown_call_option_is_a_config_error(llm: LocalChatModel) -> None:
+def test_bad_per_call_values_are_config_errors(llm: LocalChatModel) -> None:
+    with pytest.raises(ConfigError, match="max_tokens >= 1"):
+        llm.invoke("hi", max_tokens=0)
+    with pytest.raises(ConfigError, match="temperature >= 0"):
+        llm.invoke("hi", temperature=-0.5)
+
+
+def test_vllm_server_without_venv_is_a_model_error(tmp_path) -> None:
+    from kg_agents.llm.vllm_server import VLLMServer
+
+    with pytest.raises(ModelError, match="setup_vllm"):
+        VLLMServer(python=tmp_path / "no-venv" / "bin" / "python", work_dir=tmp_path).start()
+
+
+def test_public_exports_are_pinned() -> None:
+    import kg_agents.llm as llm_pkg
+
+    assert llm_pkg.__all__ == sorted(llm_pkg.__all__)
+    assert set(llm_pkg.__all__) == {
+        "ConstrainedDecoder",
+        "DecodedPath",
+        "LocalChatModel",
+        "UsageCallback",
+        "load_local_model",
+        "resolve_chat_model",
+    }
+
+
+def test_generation_lock_is_shared_per_checkpoint() -> None:
+    from kg_agents.llm.chat import generation_lock
+
+    assert generation_lock() is generation_lock(None)
+    assert generation_lock("/some/dir") is generation_lock("/some/dir") is not generation_lock()
+
+
+@pytest.mark.integration
+class TestLocalChatModelIntegration(ChatModelIntegrationTests):
+    """LangChain's standard integration suite on the real model (tool calling, structured output and
+    multimodal tests are skipped by the suite's capability flags; small ``max_tokens`` keeps it cheap)."""
+
+    @property
+    def chat_model_class(self) -> type[BaseChatModel]:
+        return LocalChatModel
+
+    @property
+    def chat_model_params(self) -> dict:
+        return {"model": "smollm2-135m-instruct", "temperature": 0, "max_tokens": 12}
+
+    @property
+    def has_tool_calling(self) -> bool:
+        return False
+
+    @property
+    def returns_usage_metadata(self) -> bool:
+        return True
+
+
+def test_bad_call_options_fail_before_loading() -> None:
+    llm = LocalChatModel(max_tokens=4)
     with pytest.raises(ConfigError, match="unsupported call options"):
         llm.invoke("hi", frequency_penalty=1.0)
+    with pytest.raises(ConfigError, match="tools need a server model"):
+        llm.invoke("hi", tools=[{"type": "function"}])
+    with pytest.raises(ConfigError, match="serves 'smollm2-135m-instruct' only"):
+        llm.invoke("hi", model="gpt-4")
+    assert llm._hf is None

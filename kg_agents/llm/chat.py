@@ -41,16 +41,29 @@ from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, field_validat
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, load_local_model
 
-_MODEL_LOCKS: dict[str, threading.Lock] = {}
+_MODEL_LOCKS: dict[str, threading.RLock] = {}
 _MODEL_LOCKS_GUARD = threading.Lock()
 
 # Per-call keyword arguments understood by _generate/_stream (besides ``stop``).
 _CALL_OPTIONS = ("temperature", "top_p", "max_tokens", "max_new_tokens", "seed", "model")
 
 
-def _lock_for(key: str) -> threading.Lock:
+def generation_lock(model_path: str | None = None) -> threading.RLock:
+    """The lock that serialises generation on one loaded checkpoint (shared with :class:`LocalChatModel`).
+
+    Code that calls ``generate`` on :func:`load_local_model`'s model directly (a constrained decoder) should
+    hold it, so that it never runs concurrently with chat calls on the same weights. It is reentrant.
+
+    Args:
+        model_path: the checkpoint directory as given to ``load_local_model``; None for the bundled model.
+
+    Examples:
+        >>> with generation_lock():  # doctest: +SKIP
+        ...     model.generate(...)
+    """
+    key = model_path or DEFAULT_LOCAL_MODEL
     with _MODEL_LOCKS_GUARD:
-        return _MODEL_LOCKS.setdefault(key, threading.Lock())
+        return _MODEL_LOCKS.setdefault(key, threading.RLock())
 
 
 def _message_text(message: BaseMessage) -> str:
@@ -258,10 +271,6 @@ class LocalChatModel(BaseChatModel):
         return params
 
     # ------------------------------------------------------------------ model access
-    @property
-    def _key(self) -> str:
-        return self.model_path or DEFAULT_LOCAL_MODEL
-
     def _load(self) -> tuple[Any, Any]:
         if self._hf is None:
             self._hf = load_local_model(self.model_path)
@@ -284,6 +293,11 @@ class LocalChatModel(BaseChatModel):
                     else ""
                 )
             )
+        if kwargs.get("model", self.model_name) != self.model_name:
+            raise ConfigError(
+                f"LocalChatModel serves {self.model_name!r} only; got model={kwargs['model']!r} "
+                "(make another instance with resolve_chat_model('local:/path/to/hf_dir'))"
+            )
         model, tok = self._load()
         chat = messages_to_chat(messages)
         try:
@@ -296,6 +310,8 @@ class LocalChatModel(BaseChatModel):
         temperature = float(kwargs.get("temperature", self.temperature))
         max_new = int(kwargs.get("max_tokens", kwargs.get("max_new_tokens", self.max_tokens)))
         stops = list(stop if stop is not None else (self.stop or []))
+        if temperature < 0 or max_new < 1:
+            raise ConfigError(f"need temperature >= 0 and max_tokens >= 1, got {temperature} and {max_new}")
         from transformers import GenerationConfig, StoppingCriteriaList
 
         cfg = GenerationConfig(
@@ -324,7 +340,7 @@ class LocalChatModel(BaseChatModel):
     def _run_generate(self, p: dict[str, Any], streamer: Any = None) -> Any:
         import torch
 
-        with _lock_for(self._key), torch.inference_mode():
+        with generation_lock(self.model_path), torch.inference_mode():
             if p["seed"] is not None and p["config"].do_sample:
                 torch.manual_seed(int(p["seed"]))
             try:
@@ -484,7 +500,7 @@ class LocalChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         sync_rm = run_manager.get_sync() if run_manager else None
-        iterator = self._stream(messages, stop, sync_rm, **kwargs)
+        iterator: Any = self._stream(messages, stop, sync_rm, **kwargs)  # a generator: has close()
         sentinel = object()
         try:
             while (chunk := await asyncio.to_thread(next, iterator, sentinel)) is not sentinel:

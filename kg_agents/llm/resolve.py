@@ -13,6 +13,7 @@ Valid specs:
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -39,7 +40,8 @@ def _server_errors() -> tuple[type[BaseException], ...]:
     return (openai.APIConnectionError, openai.APIStatusError)
 
 
-def _server_model_class() -> type[BaseChatModel]:
+@functools.cache
+def _server_model_class() -> type[Any]:
     from langchain_openai import ChatOpenAI
 
     class ServerChatModel(ChatOpenAI):  # type: ignore[misc,valid-type]
