@@ -6,8 +6,8 @@ Importing this package imports torch; nothing else in kg-agents does so until a 
 from __future__ import annotations
 
 from kg_agents.gnn.conv import DualRConv
-from kg_agents.gnn.encoding import LLMEmbeddingEncoder, SentenceEncoder, TextEncoder, get_text_encoder
-from kg_agents.gnn.explorer import DualRExplorer, Exploration, ExplorationGraph, ExplorerConfig
+from kg_agents.gnn.encoding import LLMEmbeddingEncoder, get_text_encoder
+from kg_agents.gnn.explorer import DualRExplorer, Exploration, ExplorationGraph, ExplorerConfig, backtrack
 
 __all__ = [
     "DualRConv",
@@ -16,7 +16,6 @@ __all__ = [
     "ExplorationGraph",
     "ExplorerConfig",
     "LLMEmbeddingEncoder",
-    "SentenceEncoder",
-    "TextEncoder",
+    "backtrack",
     "get_text_encoder",
 ]

@@ -92,7 +92,8 @@ class DualRConv(MessagePassing):
         logit = s[src] + r[rel_index] + qq[q_index] + qr[q_index, rel_index] + self.att_bias
         return torch.sigmoid(logit)
 
-    def forward(self, x_src: Tensor, edge_index: Tensor, rel: Tensor, alpha: Tensor, num_targets: int) -> Tensor:
+    def forward(self, x_src: Tensor, edge_index: Tensor, rel: Tensor, alpha: Tensor,
+                num_targets: int) -> Tensor:
         """Eq. 2: propagate the kept edges from the previous candidates to the new ones."""
         out = self.propagate(edge_index, x=(x_src, None), rel=rel, alpha=alpha,
                              size=(x_src.size(0), num_targets))

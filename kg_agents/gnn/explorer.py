@@ -40,7 +40,7 @@ from torch import Tensor, nn
 
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.gnn.conv import DualRConv
-from kg_agents.gnn.encoding import DEFAULT_ENCODER, TextEncoder, encode_cached, relation_text
+from kg_agents.gnn.encoding import DEFAULT_ENCODER, Encoder, encode_cached, encoder_dim, relation_text
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path
 
 _KEY = 1 << 32  # node key = question index * _KEY + entity id
@@ -67,7 +67,7 @@ class ExplorerConfig:
     def __post_init__(self) -> None:
         self.top_k = tuple(int(k) for k in self.top_k)
         if self.hidden < 1 or self.layers < 1:
-            raise ConfigError(f"hidden and layers must be >= 1, got hidden={self.hidden}, layers={self.layers}")
+            raise ConfigError(f"hidden and layers must be >= 1, got {self.hidden} and {self.layers}")
         if len(self.top_k) == 1 and self.layers > 1:
             self.top_k = self.top_k * self.layers
         if len(self.top_k) != self.layers or min(self.top_k) < 1:
@@ -92,7 +92,7 @@ class ExplorationGraph:
         relation_dim: the encoding size when ``encoder`` is None.
     """
 
-    def __init__(self, kg: KnowledgeGraph, encoder: TextEncoder | None, *, fanout_limit: int = 1000,
+    def __init__(self, kg: KnowledgeGraph, encoder: Encoder | None, *, fanout_limit: int = 1000,
                  max_cached: int = 200_000, relation_dim: int | None = None) -> None:
         if fanout_limit < 1:
             raise ConfigError(f"fanout_limit must be >= 1, got {fanout_limit}")
@@ -106,7 +106,8 @@ class ExplorationGraph:
         self.id2ent: list[str] = []
         self.rel2id: dict[str, int] = {}
         self.id2rel: list[str] = []
-        self._rel_enc = np.zeros((0, encoder.dim if encoder is not None else int(relation_dim or 0)), np.float32)
+        dim = encoder_dim(encoder) if encoder is not None else int(relation_dim or 0)
+        self._rel_enc = np.zeros((0, dim), np.float32)
         self._adj: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.truncated = 0
         self._rng = np.random.default_rng(0)
@@ -237,7 +238,8 @@ class Exploration:
             for i in m:
                 c = code[i]
                 rel = None if c < 0 else g.id2rel[c // 2]
-                layer.append((g.id2ent[src[i]], rel, bool(c >= 0 and c % 2), g.id2ent[dst[i]], float(alpha[i])))
+                inverse = bool(c >= 0 and c % 2)
+                layer.append((g.id2ent[src[i]], rel, inverse, g.id2ent[dst[i]], float(alpha[i])))
             out.append(layer)
         return out
 
@@ -257,7 +259,8 @@ def backtrack(layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]
         entity: the candidate answer id.
 
     Example:
-        >>> layers = [[("Splash", "directed_by", False, "Ron Howard", 0.9), ("Splash", None, False, "Splash", 0.5)],
+        >>> layers = [[("Splash", "directed_by", False, "Ron Howard", 0.9),
+        ...            ("Splash", None, False, "Splash", 0.5)],
         ...           [("Ron Howard", None, False, "Ron Howard", 0.8)]]
         >>> backtrack(layers, "Ron Howard").to_text()
         'Splash -> directed_by -> Ron Howard'
@@ -347,7 +350,8 @@ class DualRExplorer(nn.Module):
             raise ConfigError(f"question_enc must be (B, d_L) with B = {len(topics)} questions")
         device = self.lin_text.weight.device
         h_q = self.text(question_enc.to(device))
-        topic_ids = [[graph.entity_id(t) for t in dict.fromkeys(ts) if graph.kg.has_entity(t)] for ts in topics]
+        topic_ids = [[graph.entity_id(t) for t in dict.fromkeys(ts) if graph.kg.has_entity(t)]
+                     for ts in topics]
         nb = torch.tensor([b for b, ts in enumerate(topic_ids) for _ in ts], dtype=torch.long, device=device)
         ne = torch.tensor([e for ts in topic_ids for e in ts], dtype=torch.long, device=device)
         h = h_q.index_select(0, nb)
@@ -387,7 +391,8 @@ class DualRExplorer(nn.Module):
                 keep[kept_new] = True
             keys_all = e_b * _KEY + dst_ent
             before.append(_count_unique_per_group(keys_all, n_q))
-            src, code, dst_ent, e_b, rel_idx, alpha = (t[keep] for t in (src, code, dst_ent, e_b, rel_idx, alpha))
+            src, code, dst_ent, e_b, rel_idx, alpha = (
+                t[keep] for t in (src, code, dst_ent, e_b, rel_idx, alpha))
             rel = table.index_select(0, rel_idx)
             keys = e_b * _KEY + dst_ent
             uniq, inv = torch.unique(keys, return_inverse=True)
@@ -446,7 +451,7 @@ class DualRExplorer(nn.Module):
             model = cls(ExplorerConfig(**blob["config"]))
             model.load_state_dict(blob["state_dict"])
         except (KeyError, TypeError, RuntimeError) as exc:
-            raise DataFormatError(f"{path}: not a DualR checkpoint ({exc})") from exc
+            raise DataFormatError(str(path), None, f"not a DualR checkpoint ({exc})") from exc
         model.meta = blob.get("meta", {})
         model.eval()
         return model

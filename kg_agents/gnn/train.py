@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.gnn.encoding import DEFAULT_ENCODER, TextEncoder, encode_cached, get_text_encoder
+from kg_agents.gnn.encoding import Encoder, encode_cached, encoder_dim, encoder_name, get_text_encoder
 from kg_agents.gnn.explorer import DualRExplorer, ExplorationGraph, ExplorerConfig
 from kg_agents.kg.base import KnowledgeGraph
 
@@ -106,7 +106,8 @@ def _usable(questions: Sequence[QuestionLike], kg: KnowledgeGraph) -> list[Quest
 
 @torch.no_grad()
 def evaluate_hits1(model: DualRExplorer, graph: ExplorationGraph, questions: Sequence[QuestionLike],
-                   q_enc: np.ndarray, *, batch_size: int = 50, top_k: Sequence[int] | None = None) -> dict[str, float]:
+                   q_enc: np.ndarray, *, batch_size: int = 50,
+                   top_k: Sequence[int] | None = None) -> dict[str, float]:
     """Hits@1 of the explorer alone (the paper's w.o.-AD), and the share of questions with an answer
     among the candidates (``answer_recall``)."""
     model.eval()
@@ -134,7 +135,7 @@ def train_dualr(
     out_dir: str | FsPath,
     model_config: ExplorerConfig | None = None,
     config: TrainConfig | None = None,
-    encoder: TextEncoder | None = None,
+    encoder: Encoder | None = None,
     resume: bool = True,
     progress: bool = True,
 ) -> TrainResult:
@@ -156,11 +157,10 @@ def train_dualr(
     from tqdm.auto import tqdm
 
     cfg = config or TrainConfig()
-    encoder = encoder or get_text_encoder(DEFAULT_ENCODER)
-    mcfg = model_config or ExplorerConfig(encoder=encoder.name if encoder.name else DEFAULT_ENCODER,
-                                          encoder_dim=encoder.dim)
-    if mcfg.encoder_dim != encoder.dim:
-        raise ConfigError(f"model_config.encoder_dim={mcfg.encoder_dim} but the encoder gives {encoder.dim}")
+    encoder = encoder or get_text_encoder()
+    dim = encoder_dim(encoder)
+    mcfg = model_config or ExplorerConfig()
+    mcfg.encoder, mcfg.encoder_dim = encoder_name(encoder), dim
     train_q, val_q = _usable(train, kg), _usable(val, kg)
     if not train_q or not val_q:
         raise ConfigError(f"no usable questions (train {len(train_q)}, validation {len(val_q)}): each needs "
@@ -182,7 +182,8 @@ def train_dualr(
     if resume and last.is_file():
         state = torch.load(last, map_location=device, weights_only=False)
         if state.get("model_config") != _cfg_dict(mcfg):
-            raise ConfigError(f"{last} was written with another model config; use a new out_dir or resume=False")
+            raise ConfigError(f"{last} was written with another model config; "
+                              "use a new out_dir or resume=False")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         start_epoch, start_step = state["epoch"], state["step"]
@@ -217,7 +218,7 @@ def train_dualr(
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                losses.append(float(loss))
+                losses.append(float(loss.detach()))
                 bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
             if (step + 1) % cfg.checkpoint_every == 0:
                 save_last(epoch, step + 1)
@@ -266,14 +267,15 @@ def read_questions(path: str | FsPath) -> list[TrainQuestion]:
             if line.lstrip().startswith("{"):
                 try:
                     obj = json.loads(line)
-                    out.append(TrainQuestion(obj["question"], list(obj["answers"]), list(obj["topic_entities"])))
+                    out.append(TrainQuestion(obj["question"], list(obj["answers"]),
+                                             list(obj["topic_entities"])))
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise DataFormatError(f"{p}:{n}: bad JSONL question ({exc})") from exc
+                    raise DataFormatError(str(p), n, f"bad JSONL question ({exc})") from exc
                 continue
             q, sep, ans = line.partition("\t")
             topics = _BRACKET.findall(q)
             if not sep or not topics:
-                raise DataFormatError(f"{p}:{n}: expected 'question with [topic]<TAB>answer|answer'")
+                raise DataFormatError(str(p), n, "expected 'question with [topic]<TAB>answer|answer'")
             out.append(TrainQuestion(q, [a for a in ans.split("|") if a], topics))
     return out
 
@@ -287,7 +289,8 @@ def run_training_cli(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--val", default=None, help="validation question file (default: 20%% of --questions)")
     ap.add_argument("--hops", default="1,2,3", help="MetaQA hops to train on together (default 1,2,3)")
     ap.add_argument("--limit", type=int, default=None, help="at most this many training questions per hop")
-    ap.add_argument("--val-limit", type=int, default=None, help="at most this many validation questions per hop")
+    ap.add_argument("--val-limit", type=int, default=None,
+                    help="at most this many validation questions per hop")
     ap.add_argument("--out", default="runs/dualr", help="output folder (best.pt, last.pt)")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--layers", type=int, default=3)
@@ -335,7 +338,8 @@ def load_training_questions(questions: str, val: str | None = None, *, hops: str
         return train, valq
     qs = read_questions(questions)
     if val is not None:
-        return qs[:limit] if limit else qs, read_questions(val)[:val_limit] if val_limit else read_questions(val)
+        vq = read_questions(val)
+        return (qs[:limit] if limit else qs), (vq[:val_limit] if val_limit else vq)
     perm = np.random.default_rng(seed).permutation(len(qs))
     cut = int(0.8 * len(qs))
     tr, va = [qs[i] for i in perm[:cut]], [qs[i] for i in perm[cut:]]

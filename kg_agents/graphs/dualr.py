@@ -120,7 +120,7 @@ def parse_choice(text: str, options: list[str]) -> tuple[int | None, list[str]]:
                 return (named[0] if named and named[0] != i and not after.startswith(options[i].lower())
                         else i), []
     low = text.lower()
-    found = sorted(((low.find(o.lower()), -len(o), j) for j, o in enumerate(options) if o and o.lower() in low))
+    found = sorted((low.find(o.lower()), -len(o), j) for j, o in enumerate(options) if o and o.lower() in low)
     if found:
         return found[0][2], []
     return None, parse_answers(text)
@@ -162,7 +162,7 @@ def create_dualr_graph(
     """
     import torch
 
-    from kg_agents.gnn.encoding import get_text_encoder
+    from kg_agents.gnn.encoding import encoder_dim, get_text_encoder
     from kg_agents.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
 
     if num_candidates < 1 or num_candidates > len(LABELS):
@@ -180,8 +180,9 @@ def create_dualr_graph(
     def get_encoder() -> Any:
         if "enc" not in cache:
             cache["enc"] = encoder if encoder is not None else get_text_encoder(model.config.encoder)
-            if cache["enc"].dim != model.config.encoder_dim:
-                raise ConfigError(f"encoder gives {cache['enc'].dim}-d vectors, the checkpoint expects "
+            dim = encoder_dim(cache["enc"])
+            if dim != model.config.encoder_dim:
+                raise ConfigError(f"encoder gives {dim}-d vectors, the checkpoint expects "
                                   f"{model.config.encoder_dim}")
         return cache["enc"]
 
@@ -196,7 +197,7 @@ def create_dualr_graph(
     @metered
     def encode_question(state: DualRState) -> dict[str, Any]:
         try:
-            vec = get_encoder().encode([state["question"]])[0]
+            vec = get_encoder()([state["question"]])[0]
         except KGAgentsError as exc:
             return {"answers": [], "paths": [], **error_update("encode_question", exc)}
         return {"question_encoding": [float(x) for x in vec]}
@@ -223,7 +224,8 @@ def create_dualr_graph(
                  "fanout_truncated": graph.truncated - before_trunc}
         update: dict[str, Any] = {"candidates": cands, "explored": ex.kept_edges(0), "trace": [trace]}
         if not cands:
-            update.update(answers=[], paths=[], errors=["explore: no candidate reached from the topic entities"])
+            update.update(answers=[], paths=[],
+                          errors=["explore: no candidate reached from the topic entities"])
         return update
 
     @metered
