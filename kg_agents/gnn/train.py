@@ -1,7 +1,7 @@
 """Training DualR's explorer: cross-entropy over candidates (eq. 4), Adam, early stopping on Hits@1.
 
-:func:`train_dualr` is the typed entry point; :func:`run_training_cli` is what
-``kg-agents train dualr ...`` calls (it parses its own options). Training is seeded, shows a tqdm
+:func:`train_dualr` is the typed entry point; :func:`train_explorer` is what
+``kg-agents train dualr --set KEY=VALUE ...`` calls. Training is seeded, shows a tqdm
 progress bar, writes ``last.pt`` (model, optimizer, epoch, step, best score) every
 ``checkpoint_every`` steps and at each epoch end, keeps the best model as ``best.pt``, and resumes
 from ``last.pt`` after an interruption. It uses a GPU when one is present.
@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import logging
@@ -280,45 +279,65 @@ def read_questions(path: str | FsPath) -> list[TrainQuestion]:
     return out
 
 
-def run_training_cli(argv: Sequence[str] | None = None) -> int:
-    """``kg-agents train dualr`` (options: ``--help``). Returns the exit status."""
-    ap = argparse.ArgumentParser(prog="kg-agents train dualr", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kg", default="metaqa", help="KG spec for open_kg (default: metaqa)")
-    ap.add_argument("--questions", default="metaqa",
-                    help="'metaqa' (the seeded dev-train/validation split) or a question file")
-    ap.add_argument("--val", default=None, help="validation question file (default: 20%% of --questions)")
-    ap.add_argument("--hops", default="1,2,3", help="MetaQA hops to train on together (default 1,2,3)")
-    ap.add_argument("--limit", type=int, default=None, help="at most this many training questions per hop")
-    ap.add_argument("--val-limit", type=int, default=None,
-                    help="at most this many validation questions per hop")
-    ap.add_argument("--out", default="runs/dualr", help="output folder (best.pt, last.pt)")
-    ap.add_argument("--hidden", type=int, default=64)
-    ap.add_argument("--layers", type=int, default=3)
-    ap.add_argument("--top-k", default="100", help="edges kept per layer, one value or comma-separated")
-    ap.add_argument("--epochs", type=int, default=8)
-    ap.add_argument("--batch-size", type=int, default=20)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--weight-decay", type=float, default=1e-5)
-    ap.add_argument("--patience", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--no-resume", action="store_true")
-    ap.add_argument("--no-progress", action="store_true")
-    a = ap.parse_args(argv)
+def train_explorer(
+    *,
+    kg: str = "metaqa",
+    questions: str = "metaqa",
+    val: str | None = None,
+    hops: str = "1,2,3",
+    limit: int | None = None,
+    val_limit: int | None = None,
+    out: str = "runs/dualr",
+    hidden: int = 64,
+    layers: int = 3,
+    top_k: list[int] | None = None,
+    epochs: int = 8,
+    batch_size: int = 20,
+    lr: float = 1e-3,
+    weight_decay: float = 1e-5,
+    patience: int = 2,
+    seed: int = 0,
+    device: str | None = None,
+    threads: int | None = None,
+    resume: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """``kg-agents train dualr --set KEY=VALUE ...``: train the explorer and return what it wrote.
+
+    Args:
+        kg: KG spec for :func:`kg_agents.kg.open_kg`.
+        questions: ``"metaqa"`` (the seeded MetaQA dev-train split of each hop in ``hops``, validated on
+            the dev-validation split) or a question file (MetaQA format or JSONL).
+        val: a validation question file (default: a seeded 20% of ``questions``).
+        hops: MetaQA hops trained together (the paper's pre-training over datasets, here over hops).
+        limit, val_limit: at most this many training / validation questions per hop (a seeded sample).
+        out: output folder (``best.pt``, ``last.pt``).
+        hidden, layers, top_k: the architecture (:class:`ExplorerConfig`; ``top_k`` one value or one per
+            layer, default 100).
+        epochs, batch_size, lr, weight_decay, patience, seed, device: see :class:`TrainConfig`.
+        threads: torch CPU threads (None: torch's default).
+        resume: continue from ``out/last.pt`` when present.
+        progress: show a progress bar.
+
+    Example:
+        ``kg-agents train dualr --set limit=3000 --set val_limit=500 --set epochs=4``
+    """
     from kg_agents.kg import open_kg
 
-    kg = open_kg(a.kg)
-    train, val = load_training_questions(a.questions, a.val, hops=a.hops, limit=a.limit,
-                                         val_limit=a.val_limit, seed=a.seed)
-    top_k = tuple(int(k) for k in a.top_k.split(","))
-    mcfg = ExplorerConfig(hidden=a.hidden, layers=a.layers, top_k=top_k)
-    cfg = TrainConfig(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, weight_decay=a.weight_decay,
-                      patience=a.patience, seed=a.seed, device=a.device)
-    res = train_dualr(kg, train, val, out_dir=a.out, model_config=mcfg, config=cfg, resume=not a.no_resume,
-                      progress=not a.no_progress)
-    print(json.dumps({"best": str(res.best_path), "val_hits1": res.best_hits1, "epoch": res.best_epoch,
-                      "history": res.history}, indent=1))
-    return 0
+    if threads:
+        torch.set_num_threads(threads)
+    graph_kg = open_kg(kg)
+    train, valq = load_training_questions(questions, val, hops=hops, limit=limit, val_limit=val_limit,
+                                          seed=seed)
+    mcfg = ExplorerConfig(hidden=hidden, layers=layers, top_k=tuple(top_k or [100]))
+    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                      patience=patience, seed=seed, device=device)
+    t0 = time.perf_counter()
+    res = train_dualr(graph_kg, train, valq, out_dir=out, model_config=mcfg, config=cfg, resume=resume,
+                      progress=progress)
+    return {"best": str(res.best_path), "val_hits1": res.best_hits1, "best_epoch": res.best_epoch,
+            "train_questions": len(train), "val_questions": len(valq),
+            "seconds": round(time.perf_counter() - t0, 1), "history": res.history}
 
 
 def load_training_questions(questions: str, val: str | None = None, *, hops: str = "1,2,3",
@@ -329,12 +348,12 @@ def load_training_questions(questions: str, val: str | None = None, *, hops: str
     if questions == "metaqa":
         from kg_agents.eval.datasets import load_metaqa
 
-        hop_list = [int(h) for h in hops.split(",") if h.strip()]
+        hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
         train: list[Any] = []
         valq: list[Any] = []
         for h in hop_list:
-            train += list(load_metaqa(h, split="train", seed=seed, limit=limit))
-            valq += list(load_metaqa(h, split="validation", seed=seed, limit=val_limit))
+            train += list(load_metaqa(h, split="train", limit=limit))
+            valq += list(load_metaqa(h, split="validation", limit=val_limit))
         return train, valq
     qs = read_questions(questions)
     if val is not None:

@@ -123,16 +123,17 @@ def parse_choice(text: str, options: list[str]) -> tuple[int | None, list[str]]:
     found = sorted((low.find(o.lower()), -len(o), j) for j, o in enumerate(options) if o and o.lower() in low)
     if found:
         return found[0][2], []
-    return None, parse_answers(text)
+    marks = list(re.finditer(r"\banswers?\s*(?:is|:)\s*", text, re.IGNORECASE))
+    return None, parse_answers(text[marks[-1].end():] if marks else text)
 
 
 def create_dualr_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
-    checkpoint: str | FsPath | None = None,
+    checkpoint: str | None = None,
     num_candidates: int = 3,
-    top_k: int | tuple[int, ...] | None = None,
+    top_k: list[int] | None = None,
     layers: int | None = None,
     fanout_limit: int = 1000,
     encoder: Any = None,
@@ -149,7 +150,8 @@ def create_dualr_graph(
             ``"openai:<model>"``), or None/``"none"`` for GNN-only answering (no LLM call).
         checkpoint: a :class:`~kg_agents.gnn.DualRExplorer` checkpoint (default: the bundled MetaQA one).
         num_candidates: N, reference answers given to the LLM.
-        top_k: edges kept per expanded entity at each layer (default: the checkpoint's).
+        top_k: edges kept per expanded entity at each layer, one value or one per layer (default: the
+            checkpoint's).
         layers: exploration steps (default: the checkpoint's; at most that many).
         fanout_limit: edges fetched per entity and expansion.
         encoder: the frozen text encoder (default: the one the checkpoint names).
@@ -170,7 +172,7 @@ def create_dualr_graph(
     model_llm = _resolve_llm(llm)
     model = DualRExplorer.load(checkpoint or DEFAULT_CHECKPOINT)
     mkg = MeteredKG(kg)
-    default_k = (top_k,) if isinstance(top_k, int) else (tuple(top_k) if top_k is not None else None)
+    default_k = (top_k,) if isinstance(top_k, int) else (tuple(top_k) if top_k else None)
     default_layers = layers
     if default_layers is not None and not 1 <= default_layers <= model.config.layers:
         raise ConfigError(f"layers must be in 1..{model.config.layers} for this checkpoint, got {layers}")
