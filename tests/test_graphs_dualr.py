@@ -42,7 +42,7 @@ def test_gnn_only_answers_without_llm(kg, checkpoint):
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"][0] == "Ron Howard"
     assert out["usage"]["llm_calls"] == 0 and out["usage"]["kg_calls"] > 0
-    assert [p.to_text() for p in out["paths"]][0] == "Splash -> directed_by -> Ron Howard"
+    assert out["paths"][0].to_text() == "Splash -> directed_by -> Ron Howard"
     assert all(verify_path(kg, p) for p in out["paths"])
     explore = next(t for t in out["trace"] if t["node"] == "explore")
     assert explore["after_pruning"][0] <= explore["before_pruning"][0]
@@ -71,7 +71,8 @@ def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
     lines = state["options"].splitlines()
     assert len(lines) == 3 and [ln[:2] for ln in lines] == ["A.", "B.", "C."]
     for line, cand in zip(lines, state["candidates"], strict=True):
-        assert line.startswith(f"{line[0]}. {cand['entity']} (correct probability: {cand['probability']:.3f})")
+        want = f"{line[0]}. {cand['entity']} (correct probability: {cand['probability']:.3f})"
+        assert line.startswith(want)
     assert "(Splash, directed_by, Ron Howard)" in lines[0]
 
 
