@@ -37,6 +37,10 @@ def main() -> None:
     ap.add_argument("--num-candidates", type=int, default=3)
     ap.add_argument("--train-questions", type=int, default=300, help="questions in the timed training pass")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--llm-per-hop", type=int, default=0,
+                    help="also answer this many validation questions per hop through the dualr graph "
+                         "with the local model (one LLM call each), and with llm=None on the same questions")
+    ap.add_argument("--skip-gnn", action="store_true", help="only the --llm-per-hop runs")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -47,6 +51,10 @@ def main() -> None:
     print(f"checkpoint {a.checkpoint}: {os.path.getsize(a.checkpoint) / 1e6:.3f} MB, {n_params} parameters, "
           f"config {model.config}, meta {getattr(model, 'meta', {})}")
     print(f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
+    if a.llm_per_hop:
+        llm_runs(kg, a)
+    if a.skip_gnn:
+        return
     for hop in [int(h) for h in a.hops.split(",")]:
         qs = list(load_metaqa(hop, split="validation", limit=a.per_hop))
         t0 = time.perf_counter()
@@ -107,6 +115,31 @@ def main() -> None:
     secs = time.perf_counter() - t0
     print(f"\ntraining pass: {len(train)} questions (1/2/3-hop, batch {cfg.batch_size}) in {secs:.1f} s "
           f"= {1000 * secs / len(train):.0f} s per 1000 questions (cold neighbour cache)")
+
+
+def llm_runs(kg: object, a: argparse.Namespace) -> None:
+    """Hits@1 of the dualr graph with the local model vs GNN-only on the same questions (topic entities
+    from the MetaQA brackets, as the entity index would link them)."""
+    from kg_agents.graphs.dualr import create_dualr_graph
+    from kg_agents.llm import resolve_chat_model
+
+    llm = resolve_chat_model("local", max_tokens=32)
+    graphs = {"gnn_only": create_dualr_graph(kg, checkpoint=a.checkpoint),
+              "local_llm": create_dualr_graph(kg, checkpoint=a.checkpoint, llm=llm)}
+    for hop in [int(h) for h in a.hops.split(",")]:
+        qs = list(load_metaqa(hop, split="validation", limit=a.llm_per_hop))
+        for name, g in graphs.items():
+            hits = calls = 0
+            t0 = time.perf_counter()
+            for q in qs:
+                out = g.invoke({"question": q.question, "topic_entities": list(q.topic_entities)})
+                gold = {x.lower() for x in q.answers}
+                hits += bool(out["answers"]) and out["answers"][0].lower() in gold
+                calls += out["usage"]["llm_calls"]
+            secs = (time.perf_counter() - t0) / len(qs)
+            print(f"MetaQA {hop}-hop dualr[{name}] on {len(qs)} validation questions: Hits@1 "
+                  f"{100 * hits / len(qs):.1f}, LLM calls/question {calls / len(qs):.2f}, "
+                  f"{secs:.1f} s/question", flush=True)
 
 
 if __name__ == "__main__":
