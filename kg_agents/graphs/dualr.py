@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import string
+import threading
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
@@ -178,6 +179,8 @@ def create_dualr_graph(
         raise ConfigError(f"layers must be in 1..{model.config.layers} for this checkpoint, got {layers}")
     template = as_prompt(prompt, "dualr", "answer")
     cache: dict[str, Any] = {}
+    # The explorer's neighbour cache is shared by all runs of this graph; batch() runs nodes in threads.
+    lock = threading.Lock()
 
     def get_encoder() -> Any:
         if "enc" not in cache:
@@ -209,22 +212,24 @@ def create_dualr_graph(
         ctx = ctx_of(runtime)
         n = ctx.num_candidates or num_candidates
         ks = ctx.top_k or default_k
-        graph = get_graph()
-        before_trunc = graph.truncated
         try:
             q = torch.tensor([state["question_encoding"]], dtype=torch.float32)
-            with torch.no_grad():
+            with lock, torch.no_grad():
+                graph = get_graph()
+                before_trunc = graph.truncated
                 ex = model.explore(q, [state.get("topic_entities") or []], graph, top_k=ks,
                                    layers=ctx.layers or default_layers)
+                top = ex.top_candidates(0, n)
+                cands = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
+                explored = ex.kept_edges(0)
+                truncated = graph.truncated - before_trunc
         except KGAgentsError as exc:
             return {"answers": [], "paths": [], **error_update("explore", exc)}
-        top = ex.top_candidates(0, n)
-        cands = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
         trace = {"node": "explore", "candidates": len(ex.entity),
                  "before_pruning": [int(c[0]) for c in ex.before_pruning],
                  "after_pruning": [int(c[0]) for c in ex.after_pruning],
-                 "fanout_truncated": graph.truncated - before_trunc}
-        update: dict[str, Any] = {"candidates": cands, "explored": ex.kept_edges(0), "trace": [trace]}
+                 "fanout_truncated": truncated}
+        update: dict[str, Any] = {"candidates": cands, "explored": explored, "trace": [trace]}
         if not cands:
             update.update(answers=[], paths=[],
                           errors=["explore: no candidate reached from the topic entities"])
