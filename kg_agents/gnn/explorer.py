@@ -159,7 +159,7 @@ class ExplorationGraph:
             names = [self.id2ent[e] for e in missing]
             fetched = self.kg.neighbors_many(names, direction="both", limit=self.fanout_limit)
             for e, name in zip(missing, names, strict=True):
-                triples = fetched.get(name) or []
+                triples: Sequence[Any] = fetched.get(name) or []
                 if getattr(triples, "truncated", False):
                     self.truncated += 1
                 codes = np.empty(len(triples), np.int64)
@@ -310,7 +310,7 @@ class DualRExplorer(nn.Module):
         self.lin_inverse.reset_parameters()
         nn.init.ones_(self.identity)  # the identity relation starts as "keep the state"
         for conv in self.convs:
-            conv.reset_parameters()
+            conv.reset_parameters()  # type: ignore[operator]
         for m in self.mlp:
             if isinstance(m, nn.Linear):
                 m.reset_parameters()
@@ -356,7 +356,7 @@ class DualRExplorer(nn.Module):
         ne = torch.tensor([e for ts in topic_ids for e in ts], dtype=torch.long, device=device)
         h = h_q.index_select(0, nb)
         new = torch.ones(ne.numel(), dtype=torch.bool, device=device)
-        layers: list[LayerEdges] = []
+        kept: list[LayerEdges] = []
         before: list[Tensor] = []
         after: list[Tensor] = []
         n_q = len(topics)
@@ -381,7 +381,7 @@ class DualRExplorer(nn.Module):
             e_b = nb.index_select(0, src)
             rel_idx = torch.where(code < 0, ident, code)
             # 2. eq. 1 on every edge.
-            alpha = conv.edge_attention(h, src, table, rel_idx, h_q, e_b)
+            alpha = conv.edge_attention(h, src, table, rel_idx, h_q, e_b)  # type: ignore[operator]
             # 3. prune: identity edges stay; each expanded entity keeps its top-K other edges.
             keep = code < 0
             is_new = ~keep
@@ -401,13 +401,13 @@ class DualRExplorer(nn.Module):
             h = conv(h, torch.stack([src, inv]), rel, alpha, num_targets=uniq.numel())
             old_keys = nb * _KEY + ne
             new = ~torch.isin(uniq, old_keys)
-            layers.append(LayerEdges(e_b.detach(), ne.index_select(0, src).detach(), code.detach(),
+            kept.append(LayerEdges(e_b.detach(), ne.index_select(0, src).detach(), code.detach(),
                                      dst_ent.detach(), alpha.detach()))
             nb, ne = uniq // _KEY, uniq % _KEY
         # eq. 3
         logits = self.mlp(torch.cat([h, h_q.index_select(0, nb)], -1)).squeeze(-1)
         probs = _group_softmax(logits, nb, n_q)
-        return Exploration(nb, ne, logits, probs, layers, before, after, graph, topic_ids)
+        return Exploration(nb, ne, logits, probs, kept, before, after, graph, topic_ids)
 
     def loss(self, ex: Exploration, answers: Sequence[Sequence[str]]) -> tuple[Tensor, int]:
         """Eq. 4: mean over questions of ``-mean log p(answer)`` over the answers the exploration reached.
