@@ -41,6 +41,9 @@ def main() -> None:
                     help="also answer this many validation questions per hop through the dualr graph "
                          "with the local model (one LLM call each), and with llm=None on the same questions")
     ap.add_argument("--skip-gnn", action="store_true", help="only the --llm-per-hop runs")
+    ap.add_argument("--exclude-early-stopping", type=int, default=0, metavar="N",
+                    help="report on validation questions outside load_metaqa(h, 'validation', limit=N), the "
+                         "sample the checkpoint was early-stopped on (a seeded sample of the rest)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -56,7 +59,7 @@ def main() -> None:
     if a.skip_gnn:
         return
     for hop in [int(h) for h in a.hops.split(",")]:
-        qs = list(load_metaqa(hop, split="validation", limit=a.per_hop))
+        qs = validation_questions(hop, a.per_hop, a.exclude_early_stopping)
         t0 = time.perf_counter()
         q_enc = enc([q.question for q in qs])
         enc_ms = (time.perf_counter() - t0) * 1000 / len(qs)
@@ -81,7 +84,9 @@ def main() -> None:
                     after += np.array([int(c[0]) for c in ex.after_pruning])
                     final.append(int(ex.entity.numel()))
         n = len(qs)
-        print(f"\nMetaQA {hop}-hop, {n} dev-validation questions")
+        held = (f", outside the first {a.exclude_early_stopping} (early stopping)"
+                if a.exclude_early_stopping else "")
+        print(f"\nMetaQA {hop}-hop, {n} dev-validation questions{held}")
         print(f"  GNN-only Hits@1 {100 * scores['hits1']:.1f}  (paper, test: {[97.6, 99.1, 99.5][hop - 1]})  "
               f"answer recall {100 * scores['answer_recall']:.1f}")
         for rnd in ("cold", "warm"):
@@ -117,6 +122,17 @@ def main() -> None:
           f"= {1000 * secs / len(train):.0f} s per 1000 questions (cold neighbour cache)")
 
 
+def validation_questions(hop: int, n: int, exclude_first: int) -> list:
+    """``n`` dev-validation questions; with ``exclude_first``, a seeded sample of those outside the
+    early-stopping sample ``load_metaqa(hop, "validation", limit=exclude_first)``."""
+    if not exclude_first:
+        return list(load_metaqa(hop, split="validation", limit=n))
+    used = {q.id for q in load_metaqa(hop, split="validation", limit=exclude_first)}
+    rest = [q for q in load_metaqa(hop, split="validation") if q.id not in used]
+    order = np.random.default_rng(0).permutation(len(rest))
+    return [rest[i] for i in order[:n]]
+
+
 def llm_runs(kg: object, a: argparse.Namespace) -> None:
     """Hits@1 of the dualr graph with the local model vs GNN-only on the same questions (topic entities
     from the MetaQA brackets, as the entity index would link them)."""
@@ -127,7 +143,7 @@ def llm_runs(kg: object, a: argparse.Namespace) -> None:
     graphs = {"gnn_only": create_dualr_graph(kg, checkpoint=a.checkpoint),
               "local_llm": create_dualr_graph(kg, checkpoint=a.checkpoint, llm=llm)}
     for hop in [int(h) for h in a.hops.split(",")]:
-        qs = list(load_metaqa(hop, split="validation", limit=a.llm_per_hop))
+        qs = validation_questions(hop, a.llm_per_hop, a.exclude_early_stopping)
         for name, g in graphs.items():
             hits = calls = 0
             t0 = time.perf_counter()
