@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kg_agents.graphs.dualr import create_dualr_graph
 from kg_agents.graphs.registry import create_graph, get_method, list_methods, register_method
 from kg_agents.graphs.state import (
     MeteredKG,
@@ -19,6 +20,7 @@ __all__ = [
     "ReasoningOutput",
     "ReasoningState",
     "Usage",
+    "create_dualr_graph",
     "create_graph",
     "get_method",
     "invoke_llm",

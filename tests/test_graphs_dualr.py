@@ -1,0 +1,182 @@
+"""The ``dualr`` reasoning graph: control flow with a scripted chat model, and real MetaQA runs."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+from kg_agents.errors import ConfigError
+from kg_agents.gnn.encoding import get_text_encoder
+from kg_agents.gnn.train import TrainConfig, train_dualr
+from kg_agents.graphs.dualr import DEFAULT_CHECKPOINT, create_dualr_graph, format_option, parse_choice
+from kg_agents.graphs.registry import create_graph, get_method
+from kg_agents.kg import MemoryKG, verify_path
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.test_gnn_dualr import TINY_QUESTIONS
+
+NODES = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return MemoryKG(CONTRACT_TRIPLES)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(kg, tmp_path_factory):
+    """A small explorer really trained on the contract KG (a few seconds)."""
+    from kg_agents.gnn import ExplorerConfig
+
+    out = tmp_path_factory.mktemp("dualr")
+    res = train_dualr(kg, TINY_QUESTIONS, TINY_QUESTIONS, out_dir=out,
+                      model_config=ExplorerConfig(hidden=32, layers=2, top_k=(10,)),
+                      config=TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1),
+                      encoder=get_text_encoder(), progress=False)
+    assert res.best_hits1 >= 0.9
+    return str(res.best_path)
+
+
+def test_gnn_only_answers_without_llm(kg, checkpoint):
+    g = create_dualr_graph(kg, checkpoint=checkpoint)
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["answers"][0] == "Ron Howard"
+    assert out["usage"]["llm_calls"] == 0 and out["usage"]["kg_calls"] > 0
+    assert out["paths"][0].to_text() == "Splash -> directed_by -> Ron Howard"
+    assert all(verify_path(kg, p) for p in out["paths"])
+    explore = next(t for t in out["trace"] if t["node"] == "explore")
+    assert explore["after_pruning"][0] <= explore["before_pruning"][0]
+
+
+def test_llm_chooses_a_labelled_option_one_call(kg, checkpoint):
+    llm = FakeListChatModel(responses=["Based on the facts, the correct answer is B."])
+    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, num_candidates=3)
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["usage"]["llm_calls"] == 1
+    decided = next(t for t in out["trace"] if t["node"] == "determine_answer")
+    assert decided["choice"] == "B"
+    # B is the second most probable candidate; its chain is the returned (verified) path
+    assert len(out["answers"]) == 1 and out["answers"][0] != "Ron Howard"
+    assert len(out["paths"]) <= 1 and all(verify_path(kg, p) for p in out["paths"])
+    if out["paths"]:
+        assert out["paths"][0].end == out["answers"][0]
+
+
+def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
+    llm = FakeListChatModel(responses=["A"])
+    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t"}}
+    g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]}, cfg)
+    state = g.get_state(cfg).values
+    lines = state["options"].splitlines()
+    assert len(lines) == 3 and [ln[:2] for ln in lines] == ["A.", "B.", "C."]
+    for line, cand in zip(lines, state["candidates"], strict=True):
+        want = f"{line[0]}. {cand['entity']} (correct probability: {cand['probability']:.3f})"
+        assert line.startswith(want)
+    assert "(Splash, directed_by, Ron Howard)" in lines[0]
+
+
+def test_free_answer_when_no_option_fits(kg, checkpoint):
+    llm = FakeListChatModel(responses=["None of these. Answer: Steven Spielberg"])
+    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Steven Spielberg"] and out["paths"] == []
+    assert out["usage"]["llm_calls"] == 1
+
+
+def test_errors_end_the_graph_without_llm_calls(kg, checkpoint):
+    llm = FakeListChatModel(responses=[])
+    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint)
+    out = g.invoke({"question": "who directed it", "topic_entities": ["No Such Film"]})
+    assert out["answers"] == [] and out["errors"] and out["usage"]["llm_calls"] == 0
+    out = g.invoke({"question": "  "})
+    assert out["answers"] == [] and out["errors"]
+
+
+def test_stream_batch_ainvoke_and_context(kg, checkpoint):
+    g = create_dualr_graph(kg, checkpoint=checkpoint)
+    events = list(g.stream({"question": "who directed [Big]", "topic_entities": ["Big"]}))
+    assert [next(iter(e)) for e in events] == NODES
+    outs = g.batch([{"question": "who directed [Big]", "topic_entities": ["Big"]},
+                    {"question": "who wrote [Parenthood]", "topic_entities": ["Parenthood"]}])
+    assert [o["answers"][0] for o in outs] == ["Penny Marshall", "Babaloo Mandel"]
+    out = g.invoke({"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
+                   context={"num_candidates": 5, "answer_ratio": 0.0, "layers": 1})
+    assert len(out["answers"]) == 5 and all(verify_path(kg, p) for p in out["paths"])
+    assert all(len(p) == 1 for p in out["paths"])
+
+
+async def test_ainvoke(kg, checkpoint):
+    out = await create_dualr_graph(kg, checkpoint=checkpoint).ainvoke(
+        {"question": "who directed [Cast Away]", "topic_entities": ["Cast Away"]})
+    assert out["answers"][0] == "Robert Zemeckis"
+
+
+def test_bad_options(kg, checkpoint, tmp_path):
+    with pytest.raises(ConfigError):
+        create_dualr_graph(kg, checkpoint=checkpoint, num_candidates=0)
+    with pytest.raises(ConfigError):
+        create_dualr_graph(kg, checkpoint=checkpoint, layers=5)
+    with pytest.raises(ConfigError, match="no DualR checkpoint"):
+        create_dualr_graph(kg, checkpoint=str(tmp_path / "missing.pt"))
+
+
+def test_registered():
+    spec = get_method("dualr")
+    assert {"llm", "checkpoint", "num_candidates", "top_k", "layers"} <= set(spec.options())
+
+
+@pytest.mark.parametrize(
+    "text,options,want",
+    [
+        ("The correct answer is A. 1989.", ["1989", "1998"], (0, [])),
+        ("B", ["x", "y"], (1, [])),
+        ("(B) y", ["x", "y"], (1, [])),
+        ("Answer: C. Milwaukee", ["Seattle Pilots", "Miller Park", "Milwaukee"], (2, [])),
+        ("I think it is Miller Park.", ["Seattle Pilots", "Miller Park"], (1, [])),
+        ("B. 1998", ["1998", "1989"], (0, [])),  # the content wins over a wrong label
+        ("Answer: Paris", ["Rome", "Berlin"], (None, ["Paris"])),
+        ("", ["a"], (None, [])),
+        ("A man directed it. Answer: Ron Howard", ["Ron Howard", "Penny Marshall"], (0, [])),
+    ],
+)
+def test_parse_choice(text, options, want):
+    assert parse_choice(text, options) == want
+
+
+def test_format_option():
+    assert format_option("B", "x", 0.0041, []) == "B. x (correct probability: 0.004) {relevant facts: }"
+
+
+# --------------------------------------------------------------------------- integration
+@pytest.fixture(scope="module")
+def metaqa():
+    from kg_agents import open_kg
+
+    return open_kg("metaqa")
+
+
+@pytest.mark.integration
+def test_metaqa_gnn_only_with_shipped_checkpoint(metaqa):
+    if not DEFAULT_CHECKPOINT.is_file():
+        pytest.fail(f"the bundled checkpoint {DEFAULT_CHECKPOINT} is missing")
+    g = create_graph("dualr", metaqa, llm=None)
+    # topic entities given: building the entity index is another module's cost, not this test's
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert "Ron Howard" in out["answers"] and out["usage"]["llm_calls"] == 0
+    assert out["paths"] and all(verify_path(metaqa, p) for p in out["paths"])
+    out = g.invoke({"question": "who are the directors of the films written by [Babaloo Mandel]",
+                    "topic_entities": ["Babaloo Mandel"]})
+    assert out["answers"] and out["usage"]["llm_calls"] == 0
+    assert all(verify_path(metaqa, p) and p.start == "Babaloo Mandel" for p in out["paths"])
+
+
+@pytest.mark.integration
+def test_metaqa_local_model_one_call(metaqa):
+    from kg_agents.llm import resolve_chat_model
+
+    llm = resolve_chat_model("local", max_tokens=24)
+    g = create_dualr_graph(metaqa, llm=llm)
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["usage"]["llm_calls"] == 1 and out["usage"]["input_tokens"] > 0
+    assert out["answers"] and all(verify_path(metaqa, p) for p in out["paths"])
