@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from kg_agents.eval.datasets import Dataset, Question, get_dataset, load_metaqa
 from kg_agents.eval.metrics import normalize_answer, score_aliased, score_answers, summarize
 from kg_agents.eval.questions import DATASETS, EvalQuestion, load_dataset, load_questions_file
 from kg_agents.eval.runner import compare_runs, run_eval
 
 __all__ = [
     "DATASETS",
+    "Dataset",
     "EvalQuestion",
+    "Question",
     "compare_runs",
+    "get_dataset",
     "load_dataset",
+    "load_metaqa",
     "load_questions_file",
     "normalize_answer",
     "run_eval",
