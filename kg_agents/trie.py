@@ -254,10 +254,10 @@ class KGTrie:
             with np.load(file, allow_pickle=False) as z:
                 tokens, offsets = z["tokens"], z["offsets"]
                 meta = json.loads(bytes(z["meta"]).decode())
-        except (OSError, KeyError, ValueError) as exc:
-            raise DataFormatError(f"{file} is not a KG-Trie file: {exc}") from exc
+        except (OSError, KeyError, ValueError, EOFError) as exc:
+            raise DataFormatError(str(file), None, f"not a KG-Trie file: {exc}") from exc
         if meta.get("version") != FORMAT_VERSION:
-            raise DataFormatError(f"{file}: KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}")
+            raise DataFormatError(str(file), None, f"KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}")
         sig = meta.get("tokenizer_sig", "")
         if tokenizer is not None and sig and sig != tokenizer_signature(tokenizer):
             raise ConfigError(f"{file} was built with a different tokenizer; rebuild it with this decoder's")
