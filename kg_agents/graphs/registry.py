@@ -76,3 +76,5 @@ register_method("graph_rag", "kg_agents.graphs.baselines:create_graph_rag_graph"
                 "1-hop neighbourhood of the topic entities as context (baseline)")
 register_method("text_rag", "kg_agents.graphs.baselines:create_text_rag_graph",
                 "FAISS retrieval over verbalised triples as context (baseline)")
+register_method("gcr", "kg_agents.graphs.gcr:create_gcr_graph",
+                "graph-constrained reasoning: KG-Trie-constrained path decoding + inductive reasoning (GCR)")
