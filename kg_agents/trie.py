@@ -257,7 +257,8 @@ class KGTrie:
         except (OSError, KeyError, ValueError, EOFError) as exc:
             raise DataFormatError(str(file), None, f"not a KG-Trie file: {exc}") from exc
         if meta.get("version") != FORMAT_VERSION:
-            raise DataFormatError(str(file), None, f"KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}")
+            raise DataFormatError(str(file), None,
+                                  f"KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}")
         sig = meta.get("tokenizer_sig", "")
         if tokenizer is not None and sig and sig != tokenizer_signature(tokenizer):
             raise ConfigError(f"{file} was built with a different tokenizer; rebuild it with this decoder's")
@@ -460,8 +461,9 @@ class TrieCache:
             trie = KGTrie.load(self.directory / name)
             self.disk += 1
         else:
-            trie = build_trie(self.kg, [entity], self.tokenizer, max_hops=hops, fanout_limit=self.fanout_limit,
-                              max_paths=self.max_paths, tokenizer_sig=self.sig)
+            trie = build_trie(self.kg, [entity], self.tokenizer, max_hops=hops,
+                              fanout_limit=self.fanout_limit, max_paths=self.max_paths,
+                              tokenizer_sig=self.sig)
             self.misses += 1
         with self._lock:
             if self.capacity:
@@ -473,7 +475,8 @@ class TrieCache:
 
     def get(self, entities: Sequence[str], max_hops: int | None = None) -> KGTrie:
         """The question's trie: the union of its topic entities' tries."""
-        return KGTrie.merge([self.entity_trie(e, max_hops) for e in dict.fromkeys(entities)] or [KGTrie([], [])])
+        tries = [self.entity_trie(e, max_hops) for e in dict.fromkeys(entities)]
+        return KGTrie.merge(tries or [KGTrie([], [], tokenizer_sig=self.sig)])
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return iter(list(self._lru))

@@ -96,7 +96,8 @@ def test_gcr_graph_answers_paths_usage(kg, decoder):
 
 def test_gcr_without_general_llm_votes(kg, decoder):
     g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3)
-    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"num_beams": 2})
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]},
+                   context={"num_beams": 2})
     assert out["usage"]["llm_calls"] == 1
     trace = next(t for t in out["trace"] if t["node"] == "reason")
     assert trace["mode"] == "vote" and out["answers"] == trace["answers"]
@@ -119,7 +120,8 @@ def test_gcr_stream_checkpointer_and_batch(kg, decoder):
     g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2, checkpointer=InMemorySaver())
     events = list(g.stream({"question": "who directed Splash", "topic_entities": ["Splash"]},
                            {"configurable": {"thread_id": "t"}}))
-    assert [next(iter(e)) for e in events] == ["link_entities", "get_trie", "decode", "verify_paths", "reason"]
+    assert [next(iter(e)) for e in events] == [
+        "link_entities", "get_trie", "decode", "verify_paths", "reason"]
     outs = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2).batch(
         [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}])
     assert [o["answers"] for o in outs] == [["Ron Howard"], ["Ron Howard"]]

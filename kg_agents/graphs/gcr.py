@@ -277,7 +277,8 @@ def create_gcr_graph(
     g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"get_trie": "get_trie", "end": END})
     g.add_conditional_edges("get_trie", after_trie, {"decode": "decode", "end": END})
-    g.add_conditional_edges("decode", after_decode, {"verify_paths": "verify_paths", "end_empty": "end_empty"})
+    g.add_conditional_edges("decode", after_decode,
+                            {"verify_paths": "verify_paths", "end_empty": "end_empty"})
     g.add_edge("end_empty", END)
     g.add_edge("verify_paths", "reason")
     g.add_edge("reason", END)
