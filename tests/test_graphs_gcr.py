@@ -202,3 +202,22 @@ def test_gcr_integration_unconstrained_ablation_runs():
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert all(verify_path(metaqa, p) for p in out["paths"])
     assert out["usage"]["llm_calls"] == 1
+
+
+def test_training_examples_are_shortest_kg_paths_to_answers():
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.graphs.gcr_train import gcr_training_examples
+    from kg_agents.kg import open_kg
+    from kg_agents.trie import parse_path_text
+
+    metaqa = open_kg("metaqa")
+    qs = load_metaqa(2, "train", seed=0, limit=5)
+    ex = gcr_training_examples(metaqa, qs, max_hops=2, max_paths_per_question=3)
+    assert ex and len(ex) <= 15
+    by_id = {q.id: q for q in qs}
+    for e in ex:
+        q = by_id[e["id"]]
+        p = parse_path_text(e["target"].split("\n")[0])
+        assert verify_path(metaqa, p) and p.start in q.topic_entities and p.end in q.answers
+        assert len(p) == 2 and e["target"].endswith(f"# Answer:\n{p.end}")
+        assert q.question in str(e["messages"][-1].content)
