@@ -55,14 +55,17 @@ def main(argv: list[str] | None = None) -> int:
         ids = dec.tokenizer(dec.render(msgs), add_special_tokens=False, return_tensors="pt")["input_ids"]
         t0 = time.perf_counter()
         with torch.inference_mode():
-            dec.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), num_beams=args.overhead_beams,
-                               num_return_sequences=args.overhead_beams, do_sample=False,
-                               max_new_tokens=st["steps"], min_new_tokens=st["steps"],
-                               pad_token_id=dec.tokenizer.eos_token_id, temperature=None, top_p=None, top_k=None)
+            dec.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                               num_beams=args.overhead_beams, num_return_sequences=args.overhead_beams,
+                               do_sample=False, max_new_tokens=st["steps"], min_new_tokens=st["steps"],
+                               pad_token_id=dec.tokenizer.eos_token_id, temperature=None, top_p=None,
+                               top_k=None)
         plain_step.append((time.perf_counter() - t0) / max(st["steps"], 1))
-    print(f"K={args.overhead_beams}: {steps_n} constrained steps; processor {proc_s / steps_n * 1000:.2f} ms/step, "
+    print(f"K={args.overhead_beams}: {steps_n} constrained steps; "
+          f"processor {proc_s / steps_n * 1000:.2f} ms/step, "
           f"rest of the step (model forward + beam bookkeeping) {model_s / steps_n * 1000:.1f} ms/step, "
-          f"overhead {proc_s / model_s * 100:.2f}%; plain beam search {statistics.mean(plain_step) * 1000:.1f} ms/step")
+          f"overhead {proc_s / model_s * 100:.2f}%; "
+          f"plain beam search {statistics.mean(plain_step) * 1000:.1f} ms/step")
 
     # 2. seconds per question vs K
     print(f"{'K':>3} {'s/question':>11} {'paths/question':>15}")

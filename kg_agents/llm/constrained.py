@@ -289,11 +289,15 @@ class LocalConstrainedDecoder:
         if trie is not None:
             text = trie.path_text_of(gen)
             return None if text is None else (text, True)
+        # Unconstrained: the text after <PATH>, up to </PATH>, or to the end of the line when the
+        # model never closed the path (still a path it wrote; verification will reject it).
         decoded = self.tokenizer.decode(gen, skip_special_tokens=True)
-        start, end = decoded.find(PATH_START), decoded.find(PATH_END)
-        if start < 0 or end < start:
+        start = decoded.find(PATH_START)
+        if start < 0:
             return None
-        path_text = decoded[start + len(PATH_START) : end].strip()
+        rest = decoded[start + len(PATH_START) :]
+        end = rest.find(PATH_END)
+        path_text = (rest[:end] if end >= 0 else rest.split("\n", 1)[0]).strip()
         return (path_text, False) if path_text else None
 
     def _answers(self, prompt_ids: Any, path_texts: list[str]) -> dict[str, tuple[str, int]]:
