@@ -91,6 +91,10 @@ def test_gcr_graph_answers_paths_usage(kg, decoder):
     v = next(t for t in out["trace"] if t["node"] == "verify_paths")
     assert v["paths_dropped"] == 0 and v["paths_kept"] == len(out["paths"])
     assert out["usage"]["llm_calls"] == 2 and out["usage"]["input_tokens"] > 0
+    trie_node = next(t for t in out["trace"] if t["node"] == "get_trie")
+    # link (has_entity) + trie build (one neighbors_many per hop) + one has_triple per verified hop
+    assert trie_node["built"] == 1
+    assert out["usage"]["kg_calls"] >= 1 + 2 + sum(len(p) for p in out["paths"])
     assert not out.get("errors")
 
 

@@ -161,7 +161,7 @@ def create_gcr_graph(
     if trie_cache is None:
         if tokenizer is None:
             raise ConfigError("the decoder has no .tokenizer; pass trie_cache= built with its tokenizer")
-        trie_cache = TrieCache(kg, tokenizer, max_hops=max_hops, fanout_limit=fanout_limit,
+        trie_cache = TrieCache(mkg, tokenizer, max_hops=max_hops, fanout_limit=fanout_limit,
                                max_paths=max_paths, capacity=cache_size, directory=trie_dir)
     cache = trie_cache
     decode_template = as_prompt(decode_prompt, "gcr", f"decode_{prompt_style}")
@@ -185,7 +185,6 @@ def create_gcr_graph(
         except KGAgentsError as exc:
             return {"trie_size": 0, "answers": [], "paths": [], **error_update("get_trie", exc)}
         after = cache.info()
-        record_usage(kg_calls=max(0, after["misses"] - before["misses"]) * hops)
         st = trie.stats
         update: dict[str, Any] = {"trie_size": len(trie), "trace": [{
             "node": "get_trie", "entities": list(ents), "max_hops": hops, "paths": len(trie),
