@@ -46,15 +46,22 @@ def run_one(graph, q, beams: int) -> dict:
     }
 
 
+def _path_hit(x: dict, gold: list[str]) -> float:
+    """1.0 when a returned (verified) path ends at a gold answer: the decoder's answer recall."""
+    golds = {g.lower() for g in gold}
+    return float(any(p.rsplit(" -> ", 1)[-1].lower() in golds for p in x["paths"]))
+
+
 def report(records: list[dict]) -> None:
     by: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in records:
         for setting in ("constrained", "unconstrained"):
             if setting in r:
-                by[(setting, str(r["hops"]))].append(r[setting])
-                by[(setting, "all")].append(r[setting])
+                x = dict(r[setting], path_hit=_path_hit(r[setting], r["gold"]))
+                by[(setting, str(r["hops"]))].append(x)
+                by[(setting, "all")].append(x)
     print(f"{'setting':14} {'hops':4} {'n':>4} {'hits@1':>7} {'hit':>6} {'f1':>6} {'faithful':>9} "
-          f"{'llm_calls':>9} {'in_tok':>7} {'out_tok':>7} {'s/q':>6}")
+          f"{'llm_calls':>9} {'in_tok':>7} {'out_tok':>7} {'s/q':>6} {'path_hit':>8}")
     for (setting, hops), rs in sorted(by.items()):
         kept = sum(x["kept"] for x in rs)
         total = kept + sum(x["dropped"] for x in rs)
@@ -66,7 +73,7 @@ def report(records: list[dict]) -> None:
               f"{mean(x['scores']['hit'] for x in rs):6.3f} {mean(x['scores']['f1'] for x in rs):6.3f} "
               f"{faithful:9.3f} {avg('llm_calls'):9.2f} {avg('input_tokens'):7.1f} "
               f"{avg('output_tokens'):7.1f} "
-              f"{mean(x['seconds'] for x in rs):6.1f}")
+              f"{mean(x['seconds'] for x in rs):6.1f} {mean(x['path_hit'] for x in rs):8.3f}")
         print(f"{'':14} {'':4} paths decoded={total} in KG={kept}")
 
 
