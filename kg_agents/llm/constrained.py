@@ -2,8 +2,10 @@
 
 :class:`LocalConstrainedDecoder` runs beam search with K beams. A :class:`KGTrieLogitsProcessor`
 restricts every beam, from the first generated token, to a prefix of a path sentence of the KG-Trie
-(``<PATH> e0 -> r1 -> e1 </PATH>``); once a beam has written a whole sentence it is given the answer
-header (``\\n# Answer:\\n``) and then decodes freely: one line, the hypothesis answer (figure 3).
+(``<PATH> e0 -> r1 -> e1 </PATH>``); a beam that has written a whole sentence ends. Each distinct path
+is then continued, in one batched greedy pass, with the answer header (``\\n# Answer:\\n``) and one
+freely generated line: its hypothesis answer (figure 3's output format). Two passes rather than one
+because a small model's beams otherwise spend themselves on variants of one answer after one path.
 There is no fallback to the full vocabulary: a beam with no valid continuation gets ``-inf`` for
 every token and drops out. Only beams whose path is a whole sentence of the trie are returned.
 
