@@ -225,3 +225,9 @@ def test_training_examples_are_shortest_kg_paths_to_answers():
         assert verify_path(metaqa, p) and p.start in q.topic_entities and p.end in q.answers
         assert len(p) == 2 and e["target"].endswith(f"# Answer:\n{p.end}")
         assert q.question in str(e["messages"][-1].content)
+
+
+def test_decoder_single_beam(kg, decoder):
+    trie = build_trie(kg, ["Big"], decoder.tokenizer, max_hops=1)
+    out = decoder.generate("# Reasoning Path:\n", trie, num_beams=1)
+    assert len(out) == 1 and out[0].path_text in trie.texts and math.isfinite(out[0].score)

@@ -261,7 +261,13 @@ class LocalConstrainedDecoder:
                     temperature=None, top_p=None, top_k=None,
                 )
                 seqs = out.sequences[:, plen:].tolist()
-                scores = out.sequences_scores.tolist()
+                if getattr(out, "sequences_scores", None) is not None:
+                    scores = out.sequences_scores.tolist()
+                else:  # num_beams=1 is greedy search: the path's mean token log-probability
+                    trans = self.model.compute_transition_scores(out.sequences, out.scores,
+                                                                 normalize_logits=True)
+                    n_tok = (trans > -math.inf).sum(dim=1).clamp(min=1)
+                    scores = (trans.masked_fill(trans == -math.inf, 0).sum(dim=1) / n_tok).tolist()
                 found: dict[str, tuple[float, bool]] = {}
                 out_tokens = 0
                 for gen, score in zip(seqs, scores, strict=True):
