@@ -82,3 +82,5 @@ def run_trainer(name: str, settings: list[str] | None = None) -> Any:
 # Built-in trainers. Each method adds its line here when it lands.
 register_trainer("dualr", "kg_agents.gnn.train:train_explorer",
                  "DualR GNN explorer (MetaQA dev-train split, early stop on dev-validation Hits@1)")
+register_trainer("gcr", "kg_agents.graphs.gcr_train:train_gcr",
+                 "GCR path generator: LoRA on the local model, MetaQA dev-train shortest paths")

@@ -78,3 +78,5 @@ register_method("text_rag", "kg_agents.graphs.baselines:create_text_rag_graph",
                 "FAISS retrieval over verbalised triples as context (baseline)")
 register_method("dualr", "kg_agents.graphs.dualr:create_dualr_graph",
                 "DualR: question-conditioned GNN explorer, reasoning chains, one multiple-choice LLM call")
+register_method("gcr", "kg_agents.graphs.gcr:create_gcr_graph",
+                "graph-constrained reasoning: KG-Trie-constrained path decoding + inductive reasoning (GCR)")

@@ -1,0 +1,202 @@
+"""Fine-tuning the KG-specialised path generator of GCR (eq. 8, appendix C) with LoRA.
+
+Training data (:func:`gcr_training_examples`): for each question, all shortest paths from its topic
+entities to its answer entities (:func:`~kg_agents.kg.paths.shortest_paths`), each formatted as the
+figure-9 output ``<PATH> e0 -> r1 -> e1 </PATH>\\n# Answer:\\n<answer>``, paired with the decoding
+prompt; one example per (question, path). Only MetaQA dev-*train* questions are used.
+
+Training (:func:`train_gcr`, ``kg-agents train gcr``): LoRA adapters (peft) on the local model's
+attention projections, loss on the target tokens only, AdamW with a cosine schedule and warm-up
+(appendix E's recipe scaled down). The adapter is saved with a ``gcr_train.json`` describing the run;
+:func:`load_gcr_decoder` builds a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder` over
+the base model with the adapter merged (a separate copy: the shared chat model is not changed).
+
+Example:
+    >>> qs = load_metaqa(1, "train", limit=50)                                       # doctest: +SKIP
+    >>> examples = gcr_training_examples(open_kg("metaqa"), qs)                     # doctest: +SKIP
+    >>> train_gcr(hops="1,2", limit=200, epochs=1, out="runs/gcr-lora")                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Iterable
+from pathlib import Path as FsPath
+from typing import Any
+
+from kg_agents.errors import ConfigError, ModelError
+from kg_agents.kg.base import KnowledgeGraph
+from kg_agents.kg.paths import shortest_paths
+from kg_agents.trie import format_path
+
+
+def gcr_training_examples(
+    kg: KnowledgeGraph,
+    questions: Iterable[Any],
+    *,
+    max_hops: int = 2,
+    max_paths_per_question: int = 5,
+    prompt: Any = None,
+) -> list[dict[str, Any]]:
+    """Figure-9 fine-tuning examples from questions with topic entities and answers.
+
+    Args:
+        kg: the knowledge graph.
+        questions: objects with ``id``, ``question``, ``topic_entities``, ``answers``.
+        max_hops: longest path searched.
+        max_paths_per_question: at most this many (shortest) paths per question.
+        prompt: the decoding prompt template (default ``prompts/gcr/decode_zero_shot.txt``).
+
+    Returns:
+        Dicts ``{"id", "messages" (LangChain messages), "target" (the assistant text after the
+        ``# Reasoning Path:`` prefix), "path"}``; questions without a path are skipped.
+    """
+    from kg_agents.prompts import as_prompt
+
+    template = as_prompt(prompt, "gcr", "decode_zero_shot")
+    out = []
+    for q in questions:
+        ents = list(q.topic_entities or [])
+        golds = [a for a in q.answers if kg.has_entity(a)]
+        if not ents or not golds:
+            continue
+        res = shortest_paths(kg, ents, golds, max_hops, max_paths=max_paths_per_question * 4)
+        messages = template.format_messages(question=q.question, entities="\n".join(ents))
+        for p in res.paths[:max_paths_per_question]:
+            out.append({"id": q.id, "messages": messages, "path": p.to_text(),
+                        "target": f"{format_path(p)}\n# Answer:\n{p.end}"})
+    return out
+
+
+def _encode(examples: list[dict[str, Any]], decoder: Any, max_len: int) -> list[tuple[list[int], int]]:
+    tok = decoder.tokenizer
+    eos = tok.eos_token or ""
+    rows = []
+    for ex in examples:
+        prompt_ids = tok(decoder.render(ex["messages"]), add_special_tokens=False)["input_ids"]
+        target_ids = tok(ex["target"] + eos, add_special_tokens=False)["input_ids"]
+        ids = (prompt_ids + target_ids)[:max_len]
+        rows.append((ids, len(prompt_ids)))
+    return rows
+
+
+def train_gcr(
+    *,
+    hops: str = "1,2",
+    limit: int = 400,
+    epochs: int = 1,
+    lr: float = 2e-4,
+    batch_size: int = 8,
+    lora_r: int = 8,
+    lora_alpha: int = 16,
+    max_hops: int = 2,
+    max_len: int = 256,
+    seed: int = 0,
+    out: str = "runs/gcr-lora",
+) -> dict[str, Any]:
+    """Fine-tune the local model as GCR's path generator with LoRA on MetaQA dev-train questions.
+
+    Args:
+        hops: MetaQA hop sets to draw questions from, comma-separated (e.g. ``"1,2"``).
+        limit: questions per hop set (a seeded sample of the train split).
+        epochs: passes over the examples.
+        lr: peak learning rate (cosine schedule, 3% warm-up).
+        batch_size: examples per step.
+        lora_r, lora_alpha: LoRA rank and scale (q/k/v/o projections).
+        max_hops: longest training path.
+        max_len: examples are cut at this many tokens.
+        seed: data order and sampling seed.
+        out: directory for the adapter and ``gcr_train.json``.
+
+    Returns:
+        ``{"out", "examples", "steps", "seconds", "first_loss", "last_loss"}``.
+    """
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
+
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.kg import open_kg
+    from kg_agents.llm.constrained import LocalConstrainedDecoder
+    from kg_agents.llm.local_model import ensure_converted, load_local_model
+
+    try:
+        hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"hops must be comma-separated integers, got {hops!r}") from exc
+    torch.manual_seed(seed)
+    kg = open_kg("metaqa")
+    questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
+    examples = gcr_training_examples(kg, questions, max_hops=max_hops)
+    if not examples:
+        raise ConfigError("no training example: no question has a path to its answers")
+    _, tok = load_local_model()
+    model = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
+    decoder = LocalConstrainedDecoder(model, tok)
+    rows = _encode(examples, decoder, max_len)
+    cfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=0.05, task_type="CAUSAL_LM",
+                     target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    peft_model = get_peft_model(model, cfg)
+    peft_model.train()
+    opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=lr)
+    steps = epochs * math.ceil(len(rows) / batch_size)
+    sched = get_cosine_schedule_with_warmup(opt, max(1, int(0.03 * steps)), steps)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    rng = random.Random(seed)
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        order = list(range(len(rows)))
+        rng.shuffle(order)
+        for i in range(0, len(order), batch_size):
+            batch = [rows[j] for j in order[i : i + batch_size]]
+            width = max(len(ids) for ids, _ in batch)
+            input_ids = torch.full((len(batch), width), pad)
+            labels = torch.full((len(batch), width), -100)
+            attn = torch.zeros((len(batch), width), dtype=torch.long)
+            for b, (ids, plen) in enumerate(batch):
+                input_ids[b, : len(ids)] = torch.tensor(ids)
+                attn[b, : len(ids)] = 1
+                labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
+            loss = peft_model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            losses.append(float(loss))
+    seconds = time.perf_counter() - t0
+    target = FsPath(out)
+    target.mkdir(parents=True, exist_ok=True)
+    peft_model.save_pretrained(str(target))
+    info = {"out": str(target), "examples": len(rows), "questions": len(questions), "hops": hop_list,
+            "steps": len(losses), "seconds": seconds, "first_loss": losses[0] if losses else None,
+            "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
+            "lr": lr, "epochs": epochs, "lora_r": lora_r, "batch_size": batch_size, "seed": seed}
+    (target / "gcr_train.json").write_text(json.dumps(info, indent=1))
+    return info
+
+
+def load_gcr_decoder(adapter: str, **kwargs: Any) -> Any:
+    """A ``LocalConstrainedDecoder`` over a fresh copy of the local model with a GCR LoRA adapter merged.
+
+    Raises:
+        ModelError: the adapter cannot be loaded.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from kg_agents.llm.constrained import LocalConstrainedDecoder
+    from kg_agents.llm.local_model import ensure_converted, load_local_model
+
+    try:
+        from peft import PeftModel
+
+        _, tok = load_local_model()
+        base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
+        model = PeftModel.from_pretrained(base, adapter).merge_and_unload().eval()
+    except (OSError, ValueError, ImportError) as exc:
+        raise ModelError(f"could not load the GCR adapter at {adapter}: {exc}") from exc
+    return LocalConstrainedDecoder(model, tok, **kwargs)

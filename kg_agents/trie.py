@@ -1,0 +1,533 @@
+"""KG-Trie: a token prefix tree over the reasoning paths of a knowledge graph (GCR, section 4.2).
+
+Paths of up to L hops from an entity are written with the paper's template (figure 8),
+``<PATH> e0 -> r1 -> e1 -> ... </PATH>`` (a hop walked backwards is written ``~r``, so every path
+text parses back with :meth:`~kg_agents.kg.base.Path.from_text` and stays checkable), tokenised with
+the decoder's tokenizer and stored in a dict-of-dicts prefix tree: a prefix is answered with one dict
+lookup per token (about 2 µs for a whole path here).
+
+Construction strategies (appendix B):
+
+- on demand per question: :func:`build_trie` over the question's topic entities;
+- offline for a set of entities: :func:`build_tries` writes one file per entity into a directory
+  (``kg-agents build-tries``); files are ``.npz`` arrays of token ids plus JSON metadata, never pickle;
+- the dynamic cache of figure 6: :class:`TrieCache` keeps the per-entity tries of the most recently
+  used entities in memory (LRU), reads offline tries from disk, and builds the others on demand.
+
+Example:
+    >>> from kg_agents.kg import MemoryKG
+    >>> from kg_agents.kg.testing import CONTRACT_TRIPLES
+    >>> from kg_agents.llm.local_model import load_local_model
+    >>> _, tok = load_local_model()                                     # doctest: +SKIP
+    >>> trie = build_trie(MemoryKG(CONTRACT_TRIPLES), ["Splash"], tok)  # doctest: +SKIP
+    >>> trie.allowed(trie.sequences[0][:1])                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path as FsPath
+from typing import Any
+
+import numpy as np
+
+from kg_agents.errors import ConfigError, DataFormatError
+from kg_agents.kg.base import KnowledgeGraph, Path
+from kg_agents.kg.paths import enumerate_paths
+
+PATH_START = "<PATH>"
+PATH_END = "</PATH>"
+#: Key of a node's "a path ends here" mark (token ids are >= 0).
+END = -1
+FORMAT_VERSION = 1
+
+
+def format_path(path: Path | str) -> str:
+    """The figure-8 sentence of a path: ``<PATH> e0 -> r1 -> e1 </PATH>``."""
+    text = path.to_text() if isinstance(path, Path) else str(path)
+    return f"{PATH_START} {text} {PATH_END}"
+
+
+def parse_path_text(text: str) -> Path:
+    """Parse ``<PATH> e0 -> r1 -> e1 </PATH>`` (markers optional) back into a :class:`Path`.
+
+    Raises:
+        ValueError: the text is not a path.
+    """
+    s = text.strip()
+    if s.startswith(PATH_START):
+        s = s[len(PATH_START) :]
+    end = s.find(PATH_END)
+    if end >= 0:
+        s = s[:end]
+    return Path.from_text(s)
+
+
+def tokenizer_signature(tokenizer: Any) -> str:
+    """A short fingerprint of a tokenizer (its vocabulary size and how it splits a probe text)."""
+    probe = f"{PATH_START} Tom Hanks -> ~starred_actors -> Big, The (1988) -> release_year -> 1988 {PATH_END}"
+    ids = tokenizer(probe, add_special_tokens=False)["input_ids"]
+    h = hashlib.sha1(json.dumps([len(tokenizer), ids]).encode()).hexdigest()
+    return h[:16]
+
+
+@dataclass
+class TrieStats:
+    """How a trie was built.
+
+    Attributes:
+        entities: the start entities.
+        max_hops: L.
+        paths: paths encoded.
+        fanout_truncated: entities whose neighbour list was cut at the fan-out limit.
+        path_limit_hit: True when the per-entity path limit stopped the search.
+        seconds: wall-clock build time (graph search + tokenisation + tree).
+    """
+
+    entities: list[str] = field(default_factory=list)
+    max_hops: int = 2
+    paths: int = 0
+    fanout_truncated: list[str] = field(default_factory=list)
+    path_limit_hit: bool = False
+    seconds: float = 0.0
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.fanout_truncated) or self.path_limit_hit
+
+
+class KGTrie:
+    """A token prefix tree over formatted path sentences.
+
+    Args:
+        sequences: token-id sequences, one per path sentence (``<PATH> ... </PATH>`` tokenised).
+        texts: the path texts (``e0 -> r1 -> e1``) in the same order.
+        stats: how the trie was built.
+        tokenizer_sig: :func:`tokenizer_signature` of the tokenizer that made ``sequences``.
+
+    Nodes are dicts ``token id -> child``; the key :data:`END` marks that a path ends there and maps
+    to the path's index in ``texts``.
+    """
+
+    def __init__(
+        self,
+        sequences: Sequence[Sequence[int]],
+        texts: Sequence[str],
+        *,
+        stats: TrieStats | None = None,
+        tokenizer_sig: str = "",
+    ) -> None:
+        if len(sequences) != len(texts):
+            raise ValueError(f"{len(sequences)} token sequences for {len(texts)} path texts")
+        self.root: dict[int, Any] = {}
+        self.sequences: list[tuple[int, ...]] = []
+        self.texts: list[str] = []
+        self.stats = stats or TrieStats()
+        self.tokenizer_sig = tokenizer_sig
+        self.max_len = 0
+        self._nodes = 1
+        for seq, text in zip(sequences, texts, strict=True):
+            self._insert(tuple(int(t) for t in seq), text)
+
+    def _insert(self, seq: tuple[int, ...], text: str) -> None:
+        if not seq:
+            return
+        node = self.root
+        for t in seq:
+            child = node.get(t)
+            if child is None:
+                child = node[t] = {}
+                self._nodes += 1
+            node = child
+        if END in node:  # the same sentence twice
+            return
+        node[END] = len(self.texts)
+        self.sequences.append(seq)
+        self.texts.append(text)
+        self.max_len = max(self.max_len, len(seq))
+
+    # ------------------------------------------------------------------ queries
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __repr__(self) -> str:
+        return f"KGTrie(paths={len(self)}, nodes={self._nodes}, max_len={self.max_len})"
+
+    @property
+    def num_nodes(self) -> int:
+        return self._nodes
+
+    def node(self, prefix: Iterable[int]) -> dict[int, Any] | None:
+        """The node reached by ``prefix``, or None when it is not a prefix of any path."""
+        node = self.root
+        for t in prefix:
+            node = node.get(t)  # type: ignore[assignment]
+            if node is None:
+                return None
+        return node
+
+    def allowed(self, prefix: Iterable[int]) -> list[int]:
+        """Token ids that may follow ``prefix`` (empty when the prefix is complete or invalid)."""
+        node = self.node(prefix)
+        if node is None:
+            return []
+        return [t for t in node if t != END]
+
+    def is_complete(self, prefix: Iterable[int]) -> bool:
+        """True when ``prefix`` is exactly one whole path sentence."""
+        node = self.node(prefix)
+        return node is not None and END in node
+
+    def path_text_of(self, prefix: Iterable[int]) -> str | None:
+        """The path text (``e0 -> r1 -> e1``) whose sentence is exactly ``prefix``, else None."""
+        node = self.node(prefix)
+        if node is None or END not in node:
+            return None
+        return self.texts[node[END]]
+
+    def paths(self) -> list[Path]:
+        """Every path of the trie, parsed back."""
+        return [Path.from_text(t) for t in self.texts]
+
+    def nbytes(self) -> int:
+        """Size of the trie's token data as persisted (int32 tokens + offsets + UTF-8 texts)."""
+        n_tok = sum(len(s) for s in self.sequences)
+        return 4 * n_tok + 4 * (len(self.sequences) + 1) + sum(len(t.encode()) + 1 for t in self.texts)
+
+    # ------------------------------------------------------------------ combine / persist
+    @classmethod
+    def merge(cls, tries: Sequence[KGTrie]) -> KGTrie:
+        """One trie holding the paths of all ``tries`` (e.g. one per topic entity)."""
+        if len(tries) == 1:
+            return tries[0]
+        sigs = {t.tokenizer_sig for t in tries if t.tokenizer_sig}
+        if len(sigs) > 1:
+            raise ConfigError("cannot merge KG-Tries made with different tokenizers")
+        stats = TrieStats(
+            entities=[e for t in tries for e in t.stats.entities],
+            max_hops=max((t.stats.max_hops for t in tries), default=0),
+            fanout_truncated=[e for t in tries for e in t.stats.fanout_truncated],
+            path_limit_hit=any(t.stats.path_limit_hit for t in tries),
+            seconds=sum(t.stats.seconds for t in tries),
+        )
+        out = cls([], [], stats=stats, tokenizer_sig=next(iter(sigs), ""))
+        for t in tries:
+            for seq, text in zip(t.sequences, t.texts, strict=True):
+                out._insert(seq, text)
+        out.stats.paths = len(out)
+        return out
+
+    def save(self, file: str | os.PathLike[str]) -> None:
+        """Write the trie to ``file`` (``.npz``: token ids, offsets, texts and stats as JSON)."""
+        lengths = np.array([len(s) for s in self.sequences], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        tokens = np.fromiter((t for s in self.sequences for t in s), dtype=np.int32, count=int(offsets[-1]))
+        meta = {"version": FORMAT_VERSION, "texts": self.texts, "stats": asdict(self.stats),
+                "tokenizer_sig": self.tokenizer_sig}
+        target = FsPath(file)
+        tmp = target.with_name(target.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, tokens=tokens, offsets=offsets,
+                                meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+        os.replace(tmp, target)
+
+    @classmethod
+    def load(cls, file: str | os.PathLike[str], *, tokenizer: Any = None) -> KGTrie:
+        """Read a trie written by :meth:`save`.
+
+        Args:
+            file: the ``.npz`` file.
+            tokenizer: when given, the trie must have been built with an identical tokenizer.
+
+        Raises:
+            DataFormatError: the file is not a KG-Trie of this version.
+            ConfigError: the trie was built with another tokenizer.
+        """
+        try:
+            with np.load(file, allow_pickle=False) as z:
+                tokens, offsets = z["tokens"], z["offsets"]
+                meta = json.loads(bytes(z["meta"]).decode())
+        except (OSError, KeyError, ValueError, EOFError) as exc:
+            raise DataFormatError(str(file), None, f"not a KG-Trie file: {exc}") from exc
+        if meta.get("version") != FORMAT_VERSION:
+            raise DataFormatError(str(file), None,
+                                  f"KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}")
+        sig = meta.get("tokenizer_sig", "")
+        if tokenizer is not None and sig and sig != tokenizer_signature(tokenizer):
+            raise ConfigError(f"{file} was built with a different tokenizer; rebuild it with this decoder's")
+        seqs = [tokens[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
+        return cls(seqs, meta["texts"], stats=TrieStats(**meta["stats"]), tokenizer_sig=sig)
+
+
+# --------------------------------------------------------------------------- building
+def build_trie(
+    kg: KnowledgeGraph,
+    entities: Sequence[str],
+    tokenizer: Any,
+    *,
+    max_hops: int = 2,
+    fanout_limit: int | None = 500,
+    max_paths: int | None = 20_000,
+    tokenizer_sig: str | None = None,
+) -> KGTrie:
+    """Build the KG-Trie of all paths of 1..``max_hops`` hops from ``entities`` (on demand).
+
+    Both directions are followed (a backwards hop is written ``~relation``). ``max_paths`` bounds the
+    paths per call and ``fanout_limit`` the neighbours per entity and hop; the trie's ``stats`` say
+    when either was hit.
+
+    Args:
+        kg: the knowledge graph.
+        entities: start entity ids.
+        tokenizer: the decoder's (Hugging Face) tokenizer.
+        max_hops: L (paper default 2).
+        fanout_limit: neighbour triples per entity and hop (None: all).
+        max_paths: paths per build (None: all).
+        tokenizer_sig: :func:`tokenizer_signature` of ``tokenizer`` if already known.
+
+    Example:
+        >>> trie = build_trie(kg, ["Splash"], tok, max_hops=1)     # doctest: +SKIP
+        >>> trie.texts[:1]                                         # doctest: +SKIP
+        ['Splash -> directed_by -> Ron Howard']
+    """
+    if max_hops < 1:
+        raise ValueError(f"max_hops must be >= 1, got {max_hops}")
+    t0 = time.perf_counter()
+    res = enumerate_paths(kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit,
+                          max_paths=max_paths)
+    texts = [p.to_text() for p in res.paths]
+    sentences = [format_path(t) for t in texts]
+    seqs = tokenizer(sentences, add_special_tokens=False)["input_ids"] if sentences else []
+    stats = TrieStats(entities=list(entities), max_hops=max_hops, fanout_truncated=list(res.fanout_truncated),
+                      path_limit_hit=res.path_limit_hit)
+    sig = tokenizer_sig if tokenizer_sig is not None else tokenizer_signature(tokenizer)
+    trie = KGTrie(seqs, texts, stats=stats, tokenizer_sig=sig)
+    trie.stats.paths = len(trie)
+    trie.stats.seconds = time.perf_counter() - t0
+    return trie
+
+
+def entity_file_name(entity: str) -> str:
+    """The file name of an entity's trie in an offline trie directory."""
+    return hashlib.sha1(entity.encode()).hexdigest()[:24] + ".npz"
+
+
+def build_tries(
+    kg: KnowledgeGraph,
+    entities: Iterable[str],
+    tokenizer: Any,
+    directory: str | os.PathLike[str],
+    *,
+    max_hops: int = 2,
+    fanout_limit: int | None = 500,
+    max_paths: int | None = 20_000,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Build and persist one KG-Trie per entity (offline construction, ``kg-agents build-tries``).
+
+    Writes ``<sha1>.npz`` per entity and ``index.json`` (entity -> file, settings, KG fingerprint)
+    into ``directory``. Unknown entities are skipped and listed in the summary.
+
+    Args:
+        kg: the knowledge graph.
+        entities: entity ids to build tries for.
+        tokenizer: the decoder's tokenizer.
+        directory: where to write.
+        max_hops, fanout_limit, max_paths: as :func:`build_trie`.
+        overwrite: rebuild entities that already have a file.
+
+    Returns:
+        A summary: ``built``, ``skipped_existing``, ``unknown``, ``truncated`` (entity ids),
+        ``seconds`` (per-entity build times), ``bytes`` (per-entity file sizes).
+    """
+    out = FsPath(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    index_file = out / "index.json"
+    sig = tokenizer_signature(tokenizer)
+    settings = {"max_hops": max_hops, "fanout_limit": fanout_limit, "max_paths": max_paths,
+                "tokenizer_sig": sig, "kg": kg.fingerprint()}
+    index: dict[str, Any] = {"settings": settings, "entities": {}}
+    if index_file.is_file():
+        old = json.loads(index_file.read_text())
+        if old.get("settings") == settings:
+            index = old
+        elif not overwrite:
+            raise ConfigError(f"{out} holds tries built with other settings {old.get('settings')}; "
+                              "use another directory or overwrite=True")
+    summary: dict[str, Any] = {"built": [], "skipped_existing": [], "unknown": [], "truncated": [],
+                               "seconds": [], "bytes": []}
+    for e in dict.fromkeys(entities):
+        if not kg.has_entity(e):
+            summary["unknown"].append(e)
+            continue
+        name = entity_file_name(e)
+        if not overwrite and index["entities"].get(e) == name and (out / name).is_file():
+            summary["skipped_existing"].append(e)
+            continue
+        trie = build_trie(kg, [e], tokenizer, max_hops=max_hops, fanout_limit=fanout_limit,
+                          max_paths=max_paths, tokenizer_sig=sig)
+        trie.save(out / name)
+        index["entities"][e] = name
+        summary["built"].append(e)
+        summary["seconds"].append(trie.stats.seconds)
+        summary["bytes"].append((out / name).stat().st_size)
+        if trie.stats.truncated:
+            summary["truncated"].append(e)
+    tmp = index_file.with_name("index.json.tmp")
+    tmp.write_text(json.dumps(index))
+    os.replace(tmp, index_file)
+    return summary
+
+
+class TrieCache:
+    """Per-entity KG-Tries for questions: LRU in memory, offline files, else built on demand (fig. 6).
+
+    Args:
+        kg: the knowledge graph.
+        tokenizer: the decoder's tokenizer.
+        max_hops, fanout_limit, max_paths: as :func:`build_trie`, per entity.
+        capacity: entities kept in memory (least recently used dropped first).
+        directory: an offline trie directory written by :func:`build_tries` (optional).
+
+    Example:
+        >>> cache = TrieCache(kg, tok, capacity=1000)               # doctest: +SKIP
+        >>> trie = cache.get(["Tom Hanks", "Splash"])               # doctest: +SKIP
+        >>> cache.info()                                            # doctest: +SKIP
+        {'hits': 0, 'misses': 2, 'disk': 0, 'size': 2, 'capacity': 1000}
+    """
+
+    def __init__(
+        self,
+        kg: KnowledgeGraph,
+        tokenizer: Any,
+        *,
+        max_hops: int = 2,
+        fanout_limit: int | None = 500,
+        max_paths: int | None = 20_000,
+        capacity: int = 1024,
+        directory: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity}")
+        self.kg = kg
+        self.tokenizer = tokenizer
+        self.max_hops = max_hops
+        self.fanout_limit = fanout_limit
+        self.max_paths = max_paths
+        self.capacity = capacity
+        self.sig = tokenizer_signature(tokenizer)
+        self._lru: OrderedDict[tuple[str, int], KGTrie] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.disk = 0
+        self.directory = FsPath(directory) if directory is not None else None
+        self._disk_index: dict[str, str] = {}
+        if self.directory is not None:
+            index_file = self.directory / "index.json"
+            if not index_file.is_file():
+                raise ConfigError(f"{self.directory} is not a KG-Trie directory (no index.json)")
+            idx = json.loads(index_file.read_text())
+            settings = idx.get("settings", {})
+            if settings.get("tokenizer_sig") != self.sig:
+                raise ConfigError(f"the tries in {self.directory} were built with a different tokenizer")
+            if settings.get("kg") != kg.fingerprint():
+                raise ConfigError(f"the tries in {self.directory} were built from a different KG")
+            if settings.get("max_hops") == max_hops:
+                self._disk_index = dict(idx.get("entities", {}))
+
+    def info(self) -> dict[str, int]:
+        """Cache counters: memory ``hits``, ``misses`` (built on demand), ``disk`` loads, ``size``."""
+        return {"hits": self.hits, "misses": self.misses, "disk": self.disk, "size": len(self._lru),
+                "capacity": self.capacity}
+
+    def entity_trie(self, entity: str, max_hops: int | None = None) -> KGTrie:
+        """The trie of one entity's paths (from memory, disk, or built now)."""
+        hops = self.max_hops if max_hops is None else max_hops
+        key = (entity, hops)
+        with self._lock:
+            trie = self._lru.get(key)
+            if trie is not None:
+                self._lru.move_to_end(key)
+                self.hits += 1
+                return trie
+        name = self._disk_index.get(entity) if hops == self.max_hops else None
+        if name is not None and self.directory is not None and (self.directory / name).is_file():
+            trie = KGTrie.load(self.directory / name)
+            self.disk += 1
+        else:
+            trie = build_trie(self.kg, [entity], self.tokenizer, max_hops=hops,
+                              fanout_limit=self.fanout_limit, max_paths=self.max_paths,
+                              tokenizer_sig=self.sig)
+            self.misses += 1
+        with self._lock:
+            if self.capacity:
+                self._lru[key] = trie
+                self._lru.move_to_end(key)
+                while len(self._lru) > self.capacity:
+                    self._lru.popitem(last=False)
+        return trie
+
+    def get(self, entities: Sequence[str], max_hops: int | None = None) -> KGTrie:
+        """The question's trie: the union of its topic entities' tries."""
+        tries = [self.entity_trie(e, max_hops) for e in dict.fromkeys(entities)]
+        return KGTrie.merge(tries or [KGTrie([], [], tokenizer_sig=self.sig)])
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(list(self._lru))
+
+
+def build_tries_command(
+    *,
+    kg: str = "metaqa",
+    entities: str | None = None,
+    dataset: str | None = None,
+    split: str = "train",
+    limit: int | None = None,
+    out: str = "tries",
+    max_hops: int = 2,
+    fanout_limit: int = 500,
+    max_paths: int = 20_000,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """``kg-agents build-tries``: offline KG-Tries for a file of entity ids or a dataset's topic entities.
+
+    Args:
+        kg: an ``open_kg`` spec.
+        entities: a text file with one entity id per line.
+        dataset: a dataset name (``get_dataset``) whose topic entities get tries (instead of ``entities``).
+        split, limit: the dataset's split and size.
+        out: the trie directory.
+        max_hops, fanout_limit, max_paths, overwrite: as :func:`build_tries`.
+
+    Returns:
+        The :func:`build_tries` summary with per-entity ``seconds``/``bytes`` replaced by their
+        median and p95.
+    """
+    from kg_agents.kg import open_kg
+    from kg_agents.llm.local_model import load_local_model
+
+    if (entities is None) == (dataset is None):
+        raise ConfigError("build-tries needs exactly one of entities=FILE or dataset=NAME")
+    if entities is not None:
+        names = [line.strip() for line in FsPath(entities).read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+    else:
+        from kg_agents.eval.datasets import get_dataset
+
+        names = [e for q in get_dataset(str(dataset), split, limit=limit) for e in (q.topic_entities or [])]
+    _, tok = load_local_model()
+    summary = build_tries(open_kg(kg), names, tok, out, max_hops=max_hops, fanout_limit=fanout_limit,
+                          max_paths=max_paths, overwrite=overwrite)
+    for key in ("seconds", "bytes"):
+        vals = sorted(summary.pop(key))
+        summary[f"{key}_median"] = vals[len(vals) // 2] if vals else None
+        summary[f"{key}_p95"] = vals[min(len(vals) - 1, round(0.95 * (len(vals) - 1)))] if vals else None
+    for key in ("built", "skipped_existing", "unknown", "truncated"):
+        summary[f"n_{key}"] = len(summary[key])
+    return summary

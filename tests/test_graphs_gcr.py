@@ -1,0 +1,233 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+from kg_agents.errors import ConfigError
+from kg_agents.graphs.gcr import create_gcr_graph, format_paths, vote
+from kg_agents.graphs.registry import get_method
+from kg_agents.kg import MemoryKG
+from kg_agents.kg.base import Path, verify_path
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.llm.constrained import KGTrieLogitsProcessor
+from kg_agents.trie import TrieCache, build_trie
+from tests.gcr_helpers import smollm_tokenizer, tiny_decoder
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return MemoryKG(CONTRACT_TRIPLES)
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    return tiny_decoder(max_answer_tokens=4)
+
+
+# --------------------------------------------------------------------------- decoder
+def test_constrained_decoder_returns_only_trie_paths(kg, decoder):
+    trie = build_trie(kg, ["Splash", "Tom Hanks"], decoder.tokenizer, max_hops=2)
+    out = decoder.generate("# Reasoning Path:\n", trie, num_beams=6)
+    assert 1 <= len(out) <= 6
+    assert len({d.path_text for d in out}) == len(out)  # distinct paths
+    assert [d.score for d in out] == sorted((d.score for d in out), reverse=True)
+    for d in out:
+        assert d.meta["in_trie"] and d.path_text in trie.texts
+        assert verify_path(kg, Path.from_text(d.path_text))
+        assert d.text.startswith(f"<PATH> {d.path_text} </PATH>\n# Answer:\n")
+        assert "\n" not in d.continuation and math.isfinite(d.score)
+    st = decoder.last_stats
+    assert st["prompt_tokens"] > 0 and st["processor_calls"] == st["steps"] > 0
+
+
+def test_unconstrained_decoder_paths_not_from_the_trie(kg, decoder):
+    """The random tiny model writes no KG path on its own: the ablation really is unconstrained."""
+    out = decoder.generate("# Reasoning Path:\n", None, num_beams=3, answer=False)
+    assert all(not d.meta["in_trie"] for d in out)
+    for d in out:
+        try:
+            ok = verify_path(kg, Path.from_text(d.path_text))
+        except ValueError:
+            ok = False
+        assert not ok
+
+
+def test_processor_never_falls_back_to_the_vocabulary(kg):
+    import torch
+
+    tok = smollm_tokenizer()
+    trie = build_trie(kg, ["Splash"], tok, max_hops=1)
+    proc = KGTrieLogitsProcessor(trie, tok, prompt_len=2, eos_token_id=tok.eos_token_id)
+    seq = list(trie.sequences[0])
+
+    def finite(gen):
+        scores = proc(torch.tensor([[7, 7, *gen]]), torch.zeros(1, len(tok)))
+        return torch.nonzero(torch.isfinite(scores[0])).flatten().tolist()
+
+    assert set(finite(seq[:3])) == set(trie.allowed(seq[:3]))
+    assert finite([*seq[:2], 12345]) == []  # off the trie: dead, no fallback
+    assert finite(seq) == [tok.eos_token_id]
+
+
+def test_empty_trie_decodes_nothing(decoder):
+    from kg_agents.trie import KGTrie
+
+    assert decoder.generate("x", KGTrie([], [], tokenizer_sig=decoder.signature), 3) == []
+    with pytest.raises(ValueError):
+        decoder.generate("x", None, 0)
+
+
+# --------------------------------------------------------------------------- graph
+def test_gcr_graph_answers_paths_usage(kg, decoder):
+    llm = FakeListChatModel(responses=["Ron Howard\nTom Hanks"])
+    g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=4)
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Ron Howard", "Tom Hanks"]
+    assert out["paths"] and all(verify_path(kg, p) for p in out["paths"])
+    assert all(p.start == "Splash" for p in out["paths"])
+    v = next(t for t in out["trace"] if t["node"] == "verify_paths")
+    assert v["paths_dropped"] == 0 and v["paths_kept"] == len(out["paths"])
+    assert out["usage"]["llm_calls"] == 2 and out["usage"]["input_tokens"] > 0
+    trie_node = next(t for t in out["trace"] if t["node"] == "get_trie")
+    # link (has_entity) + trie build (one neighbors_many per hop) + one has_triple per verified hop
+    assert trie_node["built"] == 1
+    assert out["usage"]["kg_calls"] >= 1 + 2 + sum(len(p) for p in out["paths"])
+    assert not out.get("errors")
+
+
+def test_gcr_without_general_llm_votes(kg, decoder):
+    g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3)
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]},
+                   context={"num_beams": 2})
+    assert out["usage"]["llm_calls"] == 1
+    trace = next(t for t in out["trace"] if t["node"] == "reason")
+    assert trace["mode"] == "vote" and out["answers"] == trace["answers"]
+    assert next(t for t in out["trace"] if t["node"] == "decode")["num_beams"] == 2
+
+
+def test_gcr_unconstrained_ablation_records_unfaithful_paths(kg, decoder):
+    g = create_gcr_graph(kg, general_llm=None, decoder=decoder, constrained=False, num_beams=3)
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
+    v = [t for t in out["trace"] if t["node"] == "verify_paths"]
+    if v:  # the random model may write no complete path at all
+        assert v[0]["constrained"] is False and v[0]["paths_kept"] == len(out["paths"]) == 0
+        assert v[0]["paths_dropped"] >= 1
+    else:
+        assert out["errors"]
+
+
+def test_gcr_stream_checkpointer_and_batch(kg, decoder):
+    llm = FakeListChatModel(responses=["Ron Howard"] * 3)
+    g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2, checkpointer=InMemorySaver())
+    events = list(g.stream({"question": "who directed Splash", "topic_entities": ["Splash"]},
+                           {"configurable": {"thread_id": "t"}}))
+    assert [next(iter(e)) for e in events] == [
+        "link_entities", "get_trie", "decode", "verify_paths", "reason"]
+    outs = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2).batch(
+        [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}])
+    assert [o["answers"] for o in outs] == [["Ron Howard"], ["Ron Howard"]]
+
+
+async def test_gcr_ainvoke_and_shared_cache(kg, decoder):
+    cache = TrieCache(kg, decoder.tokenizer, max_hops=1)
+    g = create_gcr_graph(kg, general_llm=None, decoder=decoder, trie_cache=cache, num_beams=2)
+    await g.ainvoke({"question": "q", "topic_entities": ["Big"]})
+    out = await g.ainvoke({"question": "q", "topic_entities": ["Big"]})
+    assert cache.info()["misses"] == 1 and cache.info()["hits"] >= 2
+    trie_trace = next(t for t in out["trace"] if t["node"] == "get_trie")
+    assert trie_trace["built"] == 0 and trie_trace["memory_hits"] == 1
+
+
+def test_gcr_bad_input_ends_with_errors(kg, decoder):
+    llm = FakeListChatModel(responses=[])
+    g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2)
+    out = g.invoke({"question": "  "})
+    assert out["answers"] == [] and out["errors"] and out["usage"]["llm_calls"] == 0
+    out = g.invoke({"question": "who?", "topic_entities": ["Nobody At All"]})
+    assert out["answers"] == [] and any("unknown" in e for e in out["errors"])
+    isolated = MemoryKG([*CONTRACT_TRIPLES, ("Lonely", "r", "Lonely")])
+    g2 = create_gcr_graph(isolated, llm=llm, decoder=decoder, num_beams=2, max_hops=1)
+    out = g2.invoke({"question": "q", "topic_entities": ["Lonely"]})
+    assert out["answers"] == [] and any(e.startswith("get_trie") for e in out["errors"])
+    with pytest.raises(ConfigError):
+        create_gcr_graph(kg, llm=llm, decoder=decoder, prompt_style="nope")
+
+
+def test_vote_and_format_paths():
+    decoded = [{"path": "a -> r -> b", "hypothesis": "B"}, {"path": "a -> r -> c", "hypothesis": "c"},
+               {"path": "a -> s -> c", "hypothesis": "C"}]
+    assert vote(decoded) == ["c", "B"]
+    assert format_paths(decoded).splitlines()[:2] == ["a -> r -> b", "# Answer: B"]
+
+
+def test_registered():
+    assert get_method("gcr").load() is create_gcr_graph
+
+
+def test_few_shot_examples_are_metaqa_paths():
+    from kg_agents.kg import open_kg
+    from kg_agents.prompts import PROMPTS_DIR
+    from kg_agents.trie import parse_path_text
+
+    text = (PROMPTS_DIR / "gcr" / "decode_few_shot.txt").read_text()
+    paths = [parse_path_text(line) for line in text.splitlines() if line.startswith("<PATH>")]
+    metaqa = open_kg("metaqa")
+    assert len(paths) == 3 and all(verify_path(metaqa, p) for p in paths)
+
+
+# --------------------------------------------------------------------------- integration
+@pytest.mark.integration
+def test_gcr_integration_metaqa_local_model():
+    """Real SmolLM2 (decoder and general model) over MetaQA: every decoded path is in the KG."""
+    from kg_agents.kg import open_kg
+    from kg_agents.llm import resolve_chat_model
+
+    metaqa = open_kg("metaqa")
+    g = create_gcr_graph(metaqa, llm=resolve_chat_model("local", max_tokens=24), num_beams=3)
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert not out.get("errors"), out.get("errors")
+    dec = next(t for t in out["trace"] if t["node"] == "decode")
+    v = next(t for t in out["trace"] if t["node"] == "verify_paths")
+    assert dec["decoded"] >= 1 and v["paths_dropped"] == 0 and v["paths_kept"] == dec["decoded"]
+    assert all(verify_path(metaqa, p) and p.start == "Splash" for p in out["paths"])
+    assert out["usage"]["llm_calls"] == 2 and out["usage"]["input_tokens"] > 0
+    assert isinstance(out["answers"], list)
+
+
+@pytest.mark.integration
+def test_gcr_integration_unconstrained_ablation_runs():
+    from kg_agents.kg import open_kg
+
+    metaqa = open_kg("metaqa")
+    g = create_gcr_graph(metaqa, general_llm=None, constrained=False, num_beams=2)
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert all(verify_path(metaqa, p) for p in out["paths"])
+    assert out["usage"]["llm_calls"] == 1
+
+
+def test_training_examples_are_shortest_kg_paths_to_answers():
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.graphs.gcr_train import gcr_training_examples
+    from kg_agents.kg import open_kg
+    from kg_agents.trie import parse_path_text
+
+    metaqa = open_kg("metaqa")
+    qs = load_metaqa(2, "train", seed=0, limit=5)
+    ex = gcr_training_examples(metaqa, qs, max_hops=2, max_paths_per_question=3)
+    assert ex and len(ex) <= 15
+    by_id = {q.id: q for q in qs}
+    for e in ex:
+        q = by_id[e["id"]]
+        p = parse_path_text(e["target"].split("\n")[0])
+        assert verify_path(metaqa, p) and p.start in q.topic_entities and p.end in q.answers
+        assert len(p) == 2 and e["target"].endswith(f"# Answer:\n{p.end}")
+        assert q.question in str(e["messages"][-1].content)
+
+
+def test_decoder_single_beam(kg, decoder):
+    trie = build_trie(kg, ["Big"], decoder.tokenizer, max_hops=1)
+    out = decoder.generate("# Reasoning Path:\n", trie, num_beams=1)
+    assert len(out) == 1 and out[0].path_text in trie.texts and math.isfinite(out[0].score)
