@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kg_agents.graphs.graph_cot import create_graph_agent_graph, create_graph_explore_graph
 from kg_agents.graphs.registry import create_graph, get_method, list_methods, register_method
 from kg_agents.graphs.state import (
     MeteredKG,
@@ -20,6 +21,8 @@ __all__ = [
     "ReasoningState",
     "Usage",
     "create_graph",
+    "create_graph_agent_graph",
+    "create_graph_explore_graph",
     "get_method",
     "invoke_llm",
     "list_methods",

@@ -76,3 +76,7 @@ register_method("graph_rag", "kg_agents.graphs.baselines:create_graph_rag_graph"
                 "1-hop neighbourhood of the topic entities as context (baseline)")
 register_method("text_rag", "kg_agents.graphs.baselines:create_text_rag_graph",
                 "FAISS retrieval over verbalised triples as context (baseline)")
+register_method("graph_agent", "kg_agents.graphs.graph_cot:create_graph_agent_graph",
+                "Graph-CoT/ToT/GoT agent: ReAct over RetrieveNode/NodeFeature/NeighborCheck/NodeDegree")
+register_method("graph_explore", "kg_agents.graphs.graph_cot:create_graph_explore_graph",
+                "Graph-CoT/ToT/GoT with automatic graph exploration (LLM-pruned BFS)")
