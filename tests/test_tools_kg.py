@@ -4,7 +4,6 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
-from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 from langgraph.prebuilt import create_react_agent
 
@@ -51,26 +50,12 @@ class TestNodeDegreeStandard(_KGToolSuite, ToolsUnitTests):
     name, example = "NodeDegree", {"node": "Splash", "neighbor_type": "directed_by"}
 
 
-class TestNeighborCheckIntegrationStandard(_KGToolSuite, ToolsIntegrationTests):
-    name, example = "NeighborCheck", {"node": "Tom Hanks", "neighbor_type": "~starred_actors"}
-
-
 def _rag_tool() -> BaseTool:
     llm = FakeListChatModel(responses=["Answer: Ron Howard"])
     return reasoning_tool(create_graph_rag_graph(KG, llm=llm))
 
 
 class TestReasoningToolStandard(ToolsUnitTests):
-    @property
-    def tool_constructor(self) -> BaseTool:
-        return _rag_tool()
-
-    @property
-    def tool_invoke_params_example(self) -> dict:
-        return {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
-
-
-class TestReasoningToolIntegrationStandard(ToolsIntegrationTests):
     @property
     def tool_constructor(self) -> BaseTool:
         return _rag_tool()
