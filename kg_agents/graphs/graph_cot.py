@@ -332,8 +332,9 @@ class _Method:
     name = "method"
 
     def __init__(self, model: Any, mkg: MeteredKG, box: KGToolbox, prompts: dict[str, Any],
-                 max_context_triples: int) -> None:
+                 max_context_triples: int, temperature: float | None = None) -> None:
         self.model = model
+        self.temperature = temperature
         self.kg = mkg
         self.box = box
         self.prompts = prompts
@@ -345,6 +346,12 @@ class _Method:
 
     def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
         raise NotImplementedError
+
+    def sampling(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Call options for candidate thoughts: ``temperature`` when several candidates are drawn (k > 1)."""
+        if settings.get("k_eff", 1) > 1 and self.temperature is not None:
+            return {"temperature": self.temperature}
+        return {}
 
     def ground(self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
                ) -> dict[str, Any]:
@@ -397,13 +404,13 @@ class _AgentMethod(_Method):
 
     def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
         if self.mode == "tools":
-            return invoke_llm(self.bound, self._messages(branch, question))
+            return invoke_llm(self.bound, self._messages(branch, question), **self.sampling(settings))
         steps = branch.get("steps") or []
         scratch = _render_agent_steps(steps)
         msgs = self.prompts["agent_step"].format_messages(
             graph_definition=self.graph_definition, question=question,
             scratchpad=(scratch + "\n") if scratch else "", step=len(steps) + 1)
-        return invoke_llm(self.model, msgs)
+        return invoke_llm(self.model, msgs, stop=["\nObservation"], **self.sampling(settings))
 
     def _run_action(self, name: str, args: list[str]) -> tuple[str, list[Triple], list[str]]:
         """Observation, triples seen, entities retrieved; errors become the observation."""
@@ -508,7 +515,7 @@ class _ExploreMethod(_Method):
         msgs = self.prompts["explore_thought"].format_messages(
             graph_definition=self.graph_definition, question=question, triples=self.triples_text(branch),
             thoughts=self._thoughts(branch), attributes="; ".join(branch.get("attributes") or []) or "(none)")
-        return invoke_llm(self.model, msgs)
+        return invoke_llm(self.model, msgs, **self.sampling(settings))
 
     def ground(self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
                ) -> dict[str, Any]:
@@ -527,7 +534,7 @@ class _ExploreMethod(_Method):
         names = parse_bracket_list(str(msg.content))
         linked: list[str] = []
         for n in names:
-            linked.extend(self.box.lookup(n)[:1])
+            linked.extend(self.box.link(n)[:1])
         trace["extracted"] = names
         trace["linked"] = linked
         visited = list(branch.get("visited") or [])
@@ -946,6 +953,7 @@ def create_graph_agent_graph(
     max_neighbors: int = 30,
     max_actions: int = 3,
     max_context_triples: int = 40,
+    temperature: float | None = 0.7,
     prompts: dict[str, Any] | None = None,
     checkpointer: Any = None,
 ) -> Any:
@@ -966,6 +974,8 @@ def create_graph_agent_graph(
         max_neighbors: ``NeighborCheck`` lists at most this many neighbours.
         max_actions: at most this many actions run per step.
         max_context_triples: at most this many triples shown to evaluators and the final answer.
+        temperature: sampling temperature of candidate thoughts when k > 1 (so that a greedy model gives
+            different candidates); None leaves the model's own setting.
         prompts: overrides of the prompt files (``agent_step``, ``agent_tools``, ``select_vote``,
             ``score_vote``, ``merge``, ``final_answer``): template text, file path or template.
         checkpointer: a LangGraph checkpointer.
@@ -982,7 +992,7 @@ def create_graph_agent_graph(
     mkg = MeteredKG(kg)
     box = KGToolbox(mkg, index, max_neighbors=max_neighbors)
     templates = _prompts(prompts, ("agent_step", "agent_tools", *_COMMON))
-    method = _AgentMethod(_default_llm(llm), mkg, box, templates, max_context_triples,
+    method = _AgentMethod(_default_llm(llm), mkg, box, templates, max_context_triples, temperature,
                           action_mode=action_mode, max_actions=max_actions)
     return _build_graph(method, defaults, index=index, checkpointer=checkpointer)
 
@@ -1004,6 +1014,7 @@ def create_graph_explore_graph(
     keep_entities: int = 5,
     fanout_limit: int = 50,
     max_context_triples: int = 40,
+    temperature: float | None = 0.7,
     prompts: dict[str, Any] | None = None,
     checkpointer: Any = None,
 ) -> Any:
@@ -1025,6 +1036,7 @@ def create_graph_explore_graph(
         keep_entities: at most this many neighbours kept per (entity, relation).
         fanout_limit: at most this many neighbours read per (entity, relation) (hubs are cut; traced).
         max_context_triples: at most this many triples shown in a prompt.
+        temperature: sampling temperature of candidate thoughts when k > 1; None leaves the model's own.
         prompts: overrides of the prompt files (``explore_thought``, ``explore_extract``,
             ``explore_prune_relations``, ``explore_prune_entities``, ``explore_end``, ``select_vote``,
             ``score_vote``, ``merge``, ``final_answer``).
@@ -1044,6 +1056,7 @@ def create_graph_explore_graph(
     names = ("explore_thought", "explore_extract", "explore_prune_relations", "explore_prune_entities",
              "explore_end", *_COMMON)
     method = _ExploreMethod(_default_llm(llm), mkg, box, _prompts(prompts, names), max_context_triples,
+                            temperature,
                             max_entities=max_entities, max_relations=max_relations, fanout_limit=fanout_limit,
                             keep_entities=keep_entities)
     return _build_graph(method, defaults, index=index, checkpointer=checkpointer)

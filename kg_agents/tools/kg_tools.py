@@ -126,6 +126,17 @@ class KGToolbox:
                 return found
         return list(self._label_map().get(text.casefold(), []))
 
+    def link(self, text: str, min_score: float = 0.8) -> list[str]:
+        """:meth:`lookup`, else the index's best semantic match when its score is at least ``min_score``."""
+        ids = self.lookup(text)
+        if ids or self.index is None or not hasattr(self.index, "link") or not text.strip():
+            return ids
+        try:
+            hits = self.index.link(text, 1)
+        except KGAgentsError:
+            return []
+        return [str(getattr(h, "id", h)) for h in hits[:1] if float(getattr(h, "score", 1.0)) >= min_score]
+
     def suggestions(self, text: str) -> list[str]:
         """Labels of the nodes closest to ``text`` (index search when there is one, else difflib)."""
         if self.index is not None and hasattr(self.index, "link"):
@@ -135,7 +146,7 @@ class KGToolbox:
                 hits = []
             out = []
             for h in hits:
-                eid = h[0] if isinstance(h, tuple) else getattr(h, "entity", h)
+                eid = h[0] if isinstance(h, tuple) else getattr(h, "id", h)
                 out.append(self._label(str(eid)))
             if out:
                 return out
@@ -198,7 +209,7 @@ class KGToolbox:
                 hits = self.index.link(keyword, 1)
             except KGAgentsError:
                 hits = []
-            ids = [str(h[0] if isinstance(h, tuple) else getattr(h, "entity", h)) for h in hits]
+            ids = [str(h[0] if isinstance(h, tuple) else getattr(h, "id", h)) for h in hits]
         if not ids:
             close = self.suggestions(keyword)
             msg = f"No node matches {keyword!r}."
