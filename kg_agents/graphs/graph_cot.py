@@ -156,7 +156,8 @@ _ACTION_NAMES = ("RetrieveNode", "NodeFeature", "NeighborCheck", "NeighbourCheck
 _ACTION_RE = re.compile(
     r"\b(" + "|".join(_ACTION_NAMES) + r")\s*[\[\(]([^\]\)\n]*)[\]\)]", re.IGNORECASE
 )
-_LABEL_RE = re.compile(r"^\s*(?:\*\*)?\s*(thought|action)\s*\d*\s*(?:\*\*)?\s*[:：]\s*", re.IGNORECASE)
+_LABEL_RE = re.compile(r"^\s*(?:\*\*)?\s*(thought|action)\s*\d*\s*(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*",
+                       re.IGNORECASE)
 
 
 @dataclass
