@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from kg_agents.eval.datasets import load_metaqa
+
     from kg_agents.graphs.graph_cot import create_graph_agent_graph, create_graph_explore_graph
     from kg_agents.kg import open_kg
     from kg_agents.llm import resolve_chat_model
@@ -65,17 +66,33 @@ def main(argv: list[str] | None = None) -> int:
     llm = resolve_chat_model("local", max_tokens=args.max_tokens)
     questions = list(load_metaqa(args.hops, split="validation", seed=args.seed, limit=args.limit))
     rows: list[dict[str, Any]] = []
-    print(f"MetaQA {args.hops}-hop validation, {len(questions)} questions, SmolLM2-135M-Instruct (local), "
-          f"k={args.k} t={args.t} D={args.depth} evaluator={args.evaluator} max_tokens={args.max_tokens}")
+    print(
+        f"MetaQA {args.hops}-hop validation, {len(questions)} questions, SmolLM2-135M-Instruct (local), "
+        f"k={args.k} t={args.t} D={args.depth} evaluator={args.evaluator} max_tokens={args.max_tokens}"
+    )
     for spec in args.configs.split(","):
         method, strategy = spec.split(":")
-        common = dict(llm=llm, strategy=strategy, evaluator=args.evaluator, k=args.k, t=args.t, depth=args.depth)
+        common = dict(
+            llm=llm, strategy=strategy, evaluator=args.evaluator, k=args.k, t=args.t, depth=args.depth
+        )
         if method == "agent":
             graph = create_graph_agent_graph(kg, max_steps=args.agent_steps, **common)
         else:
             graph = create_graph_explore_graph(kg, max_steps=args.explore_steps, **common)
-        acc: dict[str, float] = {k: 0.0 for k in ("hits1", "f1", "llm_calls", "input_tokens", "output_tokens",
-                                                  "kg_calls", "seconds", "paths", "paths_dropped")}
+        acc: dict[str, float] = {
+            k: 0.0
+            for k in (
+                "hits1",
+                "f1",
+                "llm_calls",
+                "input_tokens",
+                "output_tokens",
+                "kg_calls",
+                "seconds",
+                "paths",
+                "paths_dropped",
+            )
+        }
         for q in questions:
             t0 = time.perf_counter()
             out = graph.invoke({"question": q.question, "topic_entities": list(q.topic_entities)})
@@ -88,18 +105,28 @@ def main(argv: list[str] | None = None) -> int:
                 acc[key] += float(u.get(key, 0))
             acc["seconds"] += secs
             acc["paths"] += len(out.get("paths") or [])
-            acc["paths_dropped"] += sum(int(t.get("paths_dropped", 0)) for t in out.get("trace") or []
-                                        if t.get("node") == "verify_paths")
-            print(f"  [{spec}] {q.question!r} gold={list(q.answers)[:3]} pred={pred[:3]} "
-                  f"calls={u.get('llm_calls')} {secs:.1f}s errors={out.get('errors')}", flush=True)
+            acc["paths_dropped"] += sum(
+                int(t.get("paths_dropped", 0))
+                for t in out.get("trace") or []
+                if t.get("node") == "verify_paths"
+            )
+            print(
+                f"  [{spec}] {q.question!r} gold={list(q.answers)[:3]} pred={pred[:3]} "
+                f"calls={u.get('llm_calls')} {secs:.1f}s errors={out.get('errors')}",
+                flush=True,
+            )
         n = max(len(questions), 1)
         row = {"config": spec, "questions": len(questions), **{k: v / n for k, v in acc.items()}}
         rows.append(row)
-    print(f"\n{'config':<14}{'Hits@1':>8}{'F1':>8}{'calls':>8}{'in_tok':>9}{'out_tok':>9}{'kg':>7}{'s/q':>8}"
-          f"{'paths':>7}")
+    print(
+        f"\n{'config':<14}{'Hits@1':>8}{'F1':>8}{'calls':>8}{'in_tok':>9}{'out_tok':>9}{'kg':>7}{'s/q':>8}"
+        f"{'paths':>7}"
+    )
     for r in rows:
-        print(f"{r['config']:<14}{r['hits1']:>8.3f}{r['f1']:>8.3f}{r['llm_calls']:>8.1f}{r['input_tokens']:>9.0f}"
-              f"{r['output_tokens']:>9.0f}{r['kg_calls']:>7.1f}{r['seconds']:>8.1f}{r['paths']:>7.1f}")
+        print(
+            f"{r['config']:<14}{r['hits1']:>8.3f}{r['f1']:>8.3f}{r['llm_calls']:>8.1f}{r['input_tokens']:>9.0f}"
+            f"{r['output_tokens']:>9.0f}{r['kg_calls']:>7.1f}{r['seconds']:>8.1f}{r['paths']:>7.1f}"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"args": vars(args), "rows": rows}, fh, indent=2)

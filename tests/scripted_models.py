@@ -35,13 +35,15 @@ class ScriptedToolModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedToolModel:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         self._seen.append(list(messages))
         msg = self.script[min(self._i, len(self.script) - 1)]
         self._i += 1
-        msg = msg.model_copy(update={"usage_metadata": {"input_tokens": 10, "output_tokens": 5,
-                                                        "total_tokens": 15}})
+        msg = msg.model_copy(
+            update={"usage_metadata": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}
+        )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     @property
@@ -74,8 +76,9 @@ class RuleModel(BaseChatModel):
             raise NotImplementedError
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         last = str(messages[-1].content)
         for key, reply in self.rules:
             if key in last:
@@ -83,8 +86,15 @@ class RuleModel(BaseChatModel):
                     self._calls[key] += 1
                 out = reply(last) if callable(reply) else reply
                 msg = out if isinstance(out, AIMessage) else AIMessage(content=out)
-                msg = msg.model_copy(update={"usage_metadata": {"input_tokens": len(last.split()),
-                                                                "output_tokens": 3, "total_tokens": 0}})
+                msg = msg.model_copy(
+                    update={
+                        "usage_metadata": {
+                            "input_tokens": len(last.split()),
+                            "output_tokens": 3,
+                            "total_tokens": 0,
+                        }
+                    }
+                )
                 return ChatResult(generations=[ChatGeneration(message=msg)])
         raise AssertionError(f"no rule for prompt: {last[-300:]!r}")
 

@@ -33,13 +33,22 @@ KG = MemoryKG(CONTRACT_TRIPLES)
 Q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
 
 # Keys that identify each prompt (first match wins; the merge prompt also contains chains).
-MERGE, VOTE, SCORE, FINAL, STEP = "Merged Chain:", "Choices:", "Thought Chain:", "step budget is spent", \
-    "Definition of the graph"
+MERGE, VOTE, SCORE, FINAL, STEP = (
+    "Merged Chain:",
+    "Choices:",
+    "Thought Chain:",
+    "step budget is spent",
+    "Definition of the graph",
+)
 LOOKING = "Thought: I need the director. Action: NeighborCheck[Splash, directed_by]"
 
 
-def agent_rules(step=LOOKING, score="0.5", vote="The best choice is 1",
-                merge="Thought: merging both. Action: NeighborCheck[Splash, starred_actors]"):
+def agent_rules(
+    step=LOOKING,
+    score="0.5",
+    vote="The best choice is 1",
+    merge="Thought: merging both. Action: NeighborCheck[Splash, starred_actors]",
+):
     return [(MERGE, merge), (VOTE, vote), (SCORE, score), (FINAL, "Answer: Ron Howard"), (STEP, step)]
 
 
@@ -69,8 +78,15 @@ def paper_merge_calls(k: int, t: int, depth: int) -> int:
 
 @pytest.mark.parametrize(
     "strategy,evaluator,k,t,depth",
-    [("tot", "score", 3, 2, 3), ("tot", "select", 3, 2, 3), ("tot", "select", 2, 1, 4),
-     ("tot", "score", 4, 3, 2), ("got", "score", 2, 2, 3), ("got", "select", 4, 2, 2), ("got", "select", 2, 1, 3)],
+    [
+        ("tot", "score", 3, 2, 3),
+        ("tot", "select", 3, 2, 3),
+        ("tot", "select", 2, 1, 4),
+        ("tot", "score", 4, 3, 2),
+        ("got", "score", 2, 2, 3),
+        ("got", "select", 4, 2, 2),
+        ("got", "select", 2, 1, 3),
+    ],
 )
 def test_agent_llm_calls_match_table5(strategy, evaluator, k, t, depth):
     llm = RuleModel(rules=agent_rules())
@@ -114,24 +130,29 @@ def test_finish_stops_the_chain_early():
     counter = itertools.count()
 
     def step(_):
-        return LOOKING if next(counter) == 0 else "Thought: Ron Howard directed it.\nAction: Finish[Ron Howard]"
+        return (
+            LOOKING if next(counter) == 0 else "Thought: Ron Howard directed it.\nAction: Finish[Ron Howard]"
+        )
 
     llm = RuleModel(rules=agent_rules(step=step))
     out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
     assert llm.calls[STEP] == 2 and llm.calls[FINAL] == 0
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
-    assert any("Splash -> directed_by -> Ron Howard" == e for e in out["evidence"])
+    assert any(e == "Splash -> directed_by -> Ron Howard" for e in out["evidence"])
 
 
 def test_malformed_actions_become_observations_and_the_loop_goes_on():
-    replies = iter([
-        "I am not sure what to do.",
-        "Thought: look it up.\nAction 2: Lookup[Splash]",
-        "Thought: directors.\nAction 3: NeighborCheck[Splash, directed]",
-        "NeighbourCheck(Splash, directed_by)\nObservation 4: Ron Howard directed it",  # imagined observation
-        "Thought: done.\nAction 5: Finish[Ron Howard]",
-    ])
+    replies = iter(
+        [
+            "I am not sure what to do.",
+            "Thought: look it up.\nAction 2: Lookup[Splash]",
+            "Thought: directors.\nAction 3: NeighborCheck[Splash, directed]",
+            # an imagined observation is dropped
+            "NeighbourCheck(Splash, directed_by)\nObservation 4: Ron Howard directed it",
+            "Thought: done.\nAction 5: Finish[Ron Howard]",
+        ]
+    )
     prompts: list[str] = []
 
     def step(prompt):
@@ -178,7 +199,9 @@ def test_selection_vote_keeps_the_chosen_choice():
         return "Choice 1 is weak. The best choice is 2"
 
     llm = RuleModel(rules=agent_rules(step=_distinct_finishers(), vote=vote))
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=3).invoke(Q)
+    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=3).invoke(
+        Q
+    )
     assert llm.calls[VOTE] == 1 and llm.calls[STEP] == 3  # all finished at depth 1: nothing expanded further
     chosen = re.search(r"Choice 2:\n.*?Finish\[(Answer\d)\]", seen[0], re.S).group(1)
     assert out["answers"] == [chosen]
@@ -191,7 +214,9 @@ def test_score_vote_keeps_the_highest_scores():
         return "0.9" if "Finish[Answer2]" in prompt else ("0.6" if "Finish[Answer3]" in prompt else "0.1")
 
     llm = RuleModel(rules=agent_rules(step=_distinct_finishers(), score=score))
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="score", k=3, t=2, depth=2).invoke(Q)
+    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="score", k=3, t=2, depth=2).invoke(
+        Q
+    )
     assert llm.calls[SCORE] == 3
     assert out["answers"] == ["Answer2"]
     scores = {t["id"]: t["score"] for t in _trace(out, "score")}
@@ -204,8 +229,12 @@ def test_got_merge_has_both_parents_and_can_win():
     def score(prompt):
         return "0.95" if "merging both" in prompt else "0.2"
 
-    llm = RuleModel(rules=agent_rules(score=score, merge="Thought: merging both.\nAction: Finish[Ron Howard]"))
-    out = create_graph_agent_graph(KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=2).invoke(Q)
+    llm = RuleModel(
+        rules=agent_rules(score=score, merge="Thought: merging both.\nAction: Finish[Ron Howard]")
+    )
+    out = create_graph_agent_graph(KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=2).invoke(
+        Q
+    )
     merges = _trace(out, "merge")
     assert [m["parents"] for m in merges] == [["r.1", "r.2"]]
     assert merges[0]["id"] == "r.1+r.2" and merges[0]["done"] is True
@@ -229,14 +258,19 @@ def _call(name, args, cid):
 
 
 def test_agent_with_bound_tools():
-    model = ScriptedToolModel(script=[
-        AIMessage(content="I need the director.", tool_calls=[_call("NeighborCheck",
-                                                                    {"node": "Splash", "neighbor_type": "directed_by"},
-                                                                    "c1")]),
-        AIMessage(content="", tool_calls=[_call("NodeDegree", {"node": "Splash"}, "c2"),
-                                          _call("Search", {"q": "x"}, "c3")]),
-        AIMessage(content="Found it.", tool_calls=[_call("Finish", {"answers": ["Ron Howard"]}, "c4")]),
-    ])
+    model = ScriptedToolModel(
+        script=[
+            AIMessage(
+                content="I need the director.",
+                tool_calls=[_call("NeighborCheck", {"node": "Splash", "neighbor_type": "directed_by"}, "c1")],
+            ),
+            AIMessage(
+                content="",
+                tool_calls=[_call("NodeDegree", {"node": "Splash"}, "c2"), _call("Search", {"q": "x"}, "c3")],
+            ),
+            AIMessage(content="Found it.", tool_calls=[_call("Finish", {"answers": ["Ron Howard"]}, "c4")]),
+        ]
+    )
     out = create_graph_agent_graph(KG, llm=model, action_mode="tools").invoke(Q)
     assert _trace(out, "prepare")[0]["mode"] == "tools"
     assert out["answers"] == ["Ron Howard"]
@@ -262,14 +296,29 @@ def test_tools_mode_needs_a_tool_calling_model():
 
 
 # --------------------------------------------------------------------------- graph_explore
-THOUGHT, EXTRACT, PRUNE_REL, PRUNE_ENT, END_Q = "Next Thought:", "Text:", "Head Entity:", "Tail Entities:", \
-    "Entity Attributes:"
+THOUGHT, EXTRACT, PRUNE_REL, PRUNE_ENT, END_Q = (
+    "Next Thought:",
+    "Text:",
+    "Head Entity:",
+    "Tail Entities:",
+    "Entity Attributes:",
+)
 
 
-def explore_rules(thought, extract="[Splash]", prune_rel="[directed_by]", prune_ent="[Ron Howard]", end="[Yes]"):
-    return [(MERGE, "Merged thought. Finish[Ron Howard]"), (VOTE, "The best choice is 1"), (SCORE, "0.5"),
-            (FINAL, "Answer: Ron Howard"), (THOUGHT, thought), (PRUNE_ENT, prune_ent), (PRUNE_REL, prune_rel),
-            (EXTRACT, extract), (END_Q, end)]
+def explore_rules(
+    thought, extract="[Splash]", prune_rel="[directed_by]", prune_ent="[Ron Howard]", end="[Yes]"
+):
+    return [
+        (MERGE, "Merged thought. Finish[Ron Howard]"),
+        (VOTE, "The best choice is 1"),
+        (SCORE, "0.5"),
+        (FINAL, "Answer: Ron Howard"),
+        (THOUGHT, thought),
+        (PRUNE_ENT, prune_ent),
+        (PRUNE_REL, prune_rel),
+        (EXTRACT, extract),
+        (END_Q, end),
+    ]
 
 
 def _thought(prompt):
@@ -295,9 +344,18 @@ def test_explore_search_depth_visited_set_and_fanout():
         return "[~starred_actors]" if "Head Entity: Tom Hanks" in prompt else "[directed_by]"
 
     ends = iter(["[No]", "[Yes]"])
-    llm = RuleModel(rules=explore_rules(
-        lambda p: "Big -> directed_by -> Penny Marshall" in p and "Finish[Penny Marshall]" or "Find Tom Hanks films.",
-        extract="[Tom Hanks]", prune_rel=prune_rel, prune_ent="[Big, Splash, Tom Hanks]", end=lambda _: next(ends)))
+    llm = RuleModel(
+        rules=explore_rules(
+            lambda p: (
+                ("Big -> directed_by -> Penny Marshall" in p and "Finish[Penny Marshall]")
+                or "Find Tom Hanks films."
+            ),
+            extract="[Tom Hanks]",
+            prune_rel=prune_rel,
+            prune_ent="[Big, Splash, Tom Hanks]",
+            end=lambda _: next(ends),
+        )
+    )
     g = create_graph_explore_graph(KG, llm=llm, search_depth=3, fanout_limit=3, keep_entities=2)
     out = g.invoke({"question": "who directed the [Tom Hanks] film Big"})
     search = _trace(out, "expand")[0]["search"]
@@ -307,24 +365,39 @@ def test_explore_search_depth_visited_set_and_fanout():
     assert llm.calls[PRUNE_REL] == 3 and llm.calls[PRUNE_ENT] == 1 and llm.calls[END_Q] == 2
     assert out["answers"] == ["Penny Marshall"]
     assert [p.to_text() for p in out["paths"]] == [
-        "Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall"]
+        "Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall"
+    ]
 
 
 def test_explore_tot_and_got_counts():
     # Every step: thought, extract, prune relations, End? = 4 calls; ToT k=2 t=1 D=2: 4 states expanded.
     llm = RuleModel(rules=explore_rules(lambda p: "I need the director of Splash."))
-    out = create_graph_explore_graph(KG, llm=llm, strategy="tot", evaluator="select", k=2, t=1, depth=2).invoke(Q)
+    out = create_graph_explore_graph(
+        KG, llm=llm, strategy="tot", evaluator="select", k=2, t=1, depth=2
+    ).invoke(Q)
     assert llm.calls[THOUGHT] == 4 == paper_generation_calls(2, 1, 2)
     assert llm.calls[VOTE] == 2 and llm.calls[FINAL] == 1
     # level 1 explores Splash (one tail: no entity pruning); level 2 goes on from the newly seen Ron Howard
     # (Splash is visited), whose ~directed_by has two tails: one entity pruning each
-    assert dict(llm.calls) == {THOUGHT: 4, EXTRACT: 4, PRUNE_REL: 4, PRUNE_ENT: 2, END_Q: 4, VOTE: 2, FINAL: 1}
+    assert dict(llm.calls) == {
+        THOUGHT: 4,
+        EXTRACT: 4,
+        PRUNE_REL: 4,
+        PRUNE_ENT: 2,
+        END_Q: 4,
+        VOTE: 2,
+        FINAL: 1,
+    }
     assert out["usage"]["llm_calls"] == 21
-    assert [t["search"][0]["entities"] for t in _trace(out, "expand")] == [["Splash"]] * 2 + [["Ron Howard"]] * 2
+    assert [t["search"][0]["entities"] for t in _trace(out, "expand")] == [["Splash"]] * 2 + [
+        ["Ron Howard"]
+    ] * 2
     assert out["answers"] == ["Ron Howard"]
 
     llm = RuleModel(rules=explore_rules(lambda p: "I need the director of Splash."))
-    out = create_graph_explore_graph(KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=1).invoke(Q)
+    out = create_graph_explore_graph(
+        KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=1
+    ).invoke(Q)
     assert llm.calls[MERGE] == 1 and llm.calls[SCORE] == 3
     assert out["answers"] == ["Ron Howard"] and _trace(out, "select")[0]["kept"] == ["r.1"]
 
@@ -349,19 +422,22 @@ def test_context_overrides_and_registry():
     g = create_graph("graph_agent", KG, llm=llm, strategy="cot")
     out = g.invoke(Q, context={"strategy": "tot", "evaluator": "select", "k": 2, "t": 1, "depth": 2})
     assert llm.calls[STEP] == 4 and llm.calls[VOTE] == 2
+    assert _trace(out, "prepare")[0]["strategy"] == "tot"
     assert {"strategy", "evaluator", "k", "t", "depth"} <= set(get_method("graph_explore").options())
 
 
 def test_unknown_topic_entity_is_recorded():
     out = create_graph_agent_graph(KG, llm=RuleModel(rules=agent_rules())).invoke(
-        {"question": "who directed it", "topic_entities": ["Nope Movie"]})
+        {"question": "who directed it", "topic_entities": ["Nope Movie"]}
+    )
     assert out["errors"] == ["prepare: unknown topic entities ['Nope Movie']"]
 
 
 def test_stream_batch_checkpointer():
     llm = RuleModel(rules=agent_rules())
-    g = create_graph_agent_graph(KG, llm=llm, strategy="got", evaluator="select", k=2, t=1, depth=1,
-                                 checkpointer=InMemorySaver())
+    g = create_graph_agent_graph(
+        KG, llm=llm, strategy="got", evaluator="select", k=2, t=1, depth=1, checkpointer=InMemorySaver()
+    )
     events = list(g.stream(Q, {"configurable": {"thread_id": "1"}}))
     names = [next(iter(e)) for e in events]
     assert names[0] == "prepare" and names.count("expand") == 2 and "merge" in names and "vote" in names
@@ -376,16 +452,31 @@ async def test_ainvoke():
 
 
 # --------------------------------------------------------------------------- parsers
-@pytest.mark.parametrize("text,thought,actions,finish", [
-    ("Thought 1: find it.\nAction 1: NeighborCheck[Splash, directed_by]", "find it.",
-     [("NeighborCheck", ["Splash", "directed_by"])], None),
-    ("**Thought:** x\n**Action:** RetrieveNode(Tom Hanks)", "x", [("RetrieveNode", ["Tom Hanks"])], None),
-    ("Action: NodeFeature[Crouching Tiger, Hidden Dragon, label]", "",
-     [("NodeFeature", ["Crouching Tiger, Hidden Dragon", "label"])], None),
-    ("Action 4: Finish[Ron Howard | Penny Marshall]", "", [], ["Ron Howard", "Penny Marshall"]),
-    ("NodeFeature[a, label], NodeFeature[b, label]", "", [("NodeFeature", ["a", "label"]),
-                                                        ("NodeFeature", ["b", "label"])], None),
-])
+@pytest.mark.parametrize(
+    "text,thought,actions,finish",
+    [
+        (
+            "Thought 1: find it.\nAction 1: NeighborCheck[Splash, directed_by]",
+            "find it.",
+            [("NeighborCheck", ["Splash", "directed_by"])],
+            None,
+        ),
+        ("**Thought:** x\n**Action:** RetrieveNode(Tom Hanks)", "x", [("RetrieveNode", ["Tom Hanks"])], None),
+        (
+            "Action: NodeFeature[Crouching Tiger, Hidden Dragon, label]",
+            "",
+            [("NodeFeature", ["Crouching Tiger, Hidden Dragon", "label"])],
+            None,
+        ),
+        ("Action 4: Finish[Ron Howard | Penny Marshall]", "", [], ["Ron Howard", "Penny Marshall"]),
+        (
+            "NodeFeature[a, label], NodeFeature[b, label]",
+            "",
+            [("NodeFeature", ["a", "label"]), ("NodeFeature", ["b", "label"])],
+            None,
+        ),
+    ],
+)
 def test_parse_action(text, thought, actions, finish):
     p = parse_action(text)
     assert (p.thought, p.actions, p.finish, p.error) == (thought, actions, finish, None)
@@ -416,11 +507,19 @@ def local_llm():
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("factory,strategy", [
-    (create_graph_agent_graph, "cot"), (create_graph_explore_graph, "tot"), (create_graph_agent_graph, "got")])
+@pytest.mark.parametrize(
+    "factory,strategy",
+    [
+        (create_graph_agent_graph, "cot"),
+        (create_graph_explore_graph, "tot"),
+        (create_graph_agent_graph, "got"),
+    ],
+)
 def test_real_local_model_on_metaqa(metaqa, local_llm, factory, strategy):
     g = factory(metaqa, llm=local_llm, strategy=strategy, evaluator="score", k=2, t=1, depth=1, max_steps=2)
-    out = g.invoke({"question": "what movies did [Babaloo Mandel] write", "topic_entities": ["Babaloo Mandel"]})
+    out = g.invoke(
+        {"question": "what movies did [Babaloo Mandel] write", "topic_entities": ["Babaloo Mandel"]}
+    )
     assert out["errors"] == []
     assert out["usage"]["llm_calls"] >= 1 and out["usage"]["output_tokens"] > 0
     assert isinstance(out["answers"], list)

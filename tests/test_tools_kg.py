@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
@@ -23,7 +25,7 @@ def _tool(name: str, **kw) -> BaseTool:
 # --------------------------------------------------------------------------- standard suites
 class _KGToolSuite:
     name = ""
-    example: dict = {}
+    example: ClassVar[dict] = {}
 
     @property
     def tool_constructor(self) -> BaseTool:
@@ -68,25 +70,35 @@ class TestReasoningToolStandard(ToolsUnitTests):
 # --------------------------------------------------------------------------- semantics
 def test_neighbor_check_both_directions():
     assert _tool("NeighborCheck").invoke({"node": "Splash", "neighbor_type": "directed_by"}) == (
-        "The directed_by neighbors of Splash are ['Ron Howard'].")
+        "The directed_by neighbors of Splash are ['Ron Howard']."
+    )
     out = _tool("NeighborCheck").invoke({"node": "Tom Hanks", "neighbor_type": "~starred_actors"})
-    assert out == "The ~starred_actors neighbors of Tom Hanks are ['Splash', 'Big', 'Cast Away', 'Forrest Gump']."
+    assert (
+        out
+        == "The ~starred_actors neighbors of Tom Hanks are ['Splash', 'Big', 'Cast Away', 'Forrest Gump']."
+    )
 
 
 def test_neighbor_check_truncates_with_count():
-    out = _tool("NeighborCheck", max_neighbors=2).invoke({"node": "Tom Hanks", "neighbor_type": "~starred_actors"})
+    out = _tool("NeighborCheck", max_neighbors=2).invoke(
+        {"node": "Tom Hanks", "neighbor_type": "~starred_actors"}
+    )
     assert out == "The ~starred_actors neighbors of Tom Hanks are ['Splash', 'Big'] (the first 2 of 4)."
 
 
 def test_node_degree_and_feature():
     assert _tool("NodeDegree").invoke({"node": "Ron Howard", "neighbor_type": "~directed_by"}) == (
-        "Ron Howard has 2 ~directed_by neighbors.")
-    assert _tool("NodeFeature").invoke({"node": "Amélie", "feature": "name"}) == "The label of Amélie is Amélie."
+        "Ron Howard has 2 ~directed_by neighbors."
+    )
+    assert (
+        _tool("NodeFeature").invoke({"node": "Amélie", "feature": "name"}) == "The label of Amélie is Amélie."
+    )
 
 
 def test_retrieve_node_case_folded():
     assert _tool("RetrieveNode").invoke({"keyword": "  robert zemeckis "}) == (
-        "The ID of the node is Robert Zemeckis.")
+        "The ID of the node is Robert Zemeckis."
+    )
 
 
 def test_bad_node_gives_close_matches_not_traceback():
@@ -98,15 +110,23 @@ def test_bad_node_gives_close_matches_not_traceback():
 
 def test_bad_type_and_feature_list_the_valid_ones():
     out = _tool("NodeDegree").invoke({"node": "Splash", "neighbor_type": "produced_by"})
-    assert out == ("Unknown neighbor type 'produced_by'. The neighbor types of Splash are: written_by, "
-                   "directed_by, starred_actors, release_year.")
+    assert out == (
+        "Unknown neighbor type 'produced_by'. The neighbor types of Splash are: written_by, "
+        "directed_by, starred_actors, release_year."
+    )
     out = _tool("NodeFeature").invoke({"node": "Splash", "feature": "budget"})
     assert out == "Node Splash has no feature 'budget'. Its features are: label."
 
 
 def test_tool_call_error_is_a_tool_message():
-    msg = _tool("NeighborCheck").invoke({"type": "tool_call", "id": "c1", "name": "NeighborCheck",
-                                         "args": {"node": "Nobody", "neighbor_type": "directed_by"}})
+    msg = _tool("NeighborCheck").invoke(
+        {
+            "type": "tool_call",
+            "id": "c1",
+            "name": "NeighborCheck",
+            "args": {"node": "Nobody", "neighbor_type": "directed_by"},
+        }
+    )
     assert isinstance(msg, ToolMessage) and msg.status == "error" and "no node 'Nobody'" in msg.content
 
 
@@ -125,8 +145,14 @@ def test_toolbox_run_text_actions():
 
 def test_reasoning_tool_text_and_artifact():
     tool = _rag_tool()
-    msg = tool.invoke({"type": "tool_call", "id": "c1", "name": tool.name,
-                       "args": {"question": "who directed [Splash]", "topic_entities": ["Splash"]}})
+    msg = tool.invoke(
+        {
+            "type": "tool_call",
+            "id": "c1",
+            "name": tool.name,
+            "args": {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
+        }
+    )
     assert msg.content == "Answers: Ron Howard\nPaths:\nSplash -> directed_by -> Ron Howard"
     assert msg.artifact["usage"]["llm_calls"] == 1
 
@@ -139,10 +165,22 @@ def test_reasoning_tool_no_entity_is_a_tool_error():
 # --------------------------------------------------------------------------- a chat agent
 def test_create_react_agent_with_kg_tools():
     script = [
-        AIMessage(content="", tool_calls=[{"name": "NeighborCheck", "id": "1",
-                                           "args": {"node": "Tom Hanks", "neighbor_type": "~starred_actors"}}]),
-        AIMessage(content="", tool_calls=[{"name": "NeighborCheck", "id": "2",
-                                           "args": {"node": "Big", "neighbor_type": "directed_by"}}]),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": "NeighborCheck",
+                    "id": "1",
+                    "args": {"node": "Tom Hanks", "neighbor_type": "~starred_actors"},
+                }
+            ],
+        ),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "NeighborCheck", "id": "2", "args": {"node": "Big", "neighbor_type": "directed_by"}}
+            ],
+        ),
         AIMessage(content="Penny Marshall directed Big."),
     ]
     model = ScriptedToolModel(script=script)
@@ -158,8 +196,10 @@ def test_create_react_agent_with_kg_tools():
 
 def test_create_react_agent_with_reasoning_tool():
     script = [
-        AIMessage(content="", tool_calls=[{"name": "kg_reasoning", "id": "1",
-                                           "args": {"question": "who directed [Splash]"}}]),
+        AIMessage(
+            content="",
+            tool_calls=[{"name": "kg_reasoning", "id": "1", "args": {"question": "who directed [Splash]"}}],
+        ),
         AIMessage(content="Ron Howard."),
     ]
     agent = create_react_agent(ScriptedToolModel(script=script), [_rag_tool()])
