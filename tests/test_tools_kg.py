@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool
 from langchain_tests.unit_tests import ToolsUnitTests
 from langgraph.prebuilt import create_react_agent
 
+from kg_agents.errors import ConfigError
 from kg_agents.graphs.baselines import create_graph_rag_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -206,3 +207,13 @@ def test_create_react_agent_with_reasoning_tool():
     out = agent.invoke({"messages": [("user", "Who directed Splash?")]})
     tool_msg = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     assert tool_msg.content == "Answers: Ron Howard\nPaths:\nSplash -> directed_by -> Ron Howard"
+
+
+def test_reasoning_tool_from_a_method_name():
+    llm = FakeListChatModel(responses=["Thought: known.\nAction: Finish[Ron Howard]"])
+    tool = reasoning_tool("graph_agent", kg=KG, llm=llm, strategy="cot", max_steps=2)
+    assert tool.invoke({"question": "who directed [Splash]"}) == "Answers: Ron Howard"
+    with pytest.raises(ConfigError, match="needs kg"):
+        reasoning_tool("graph_agent")
+    with pytest.raises(ConfigError, match="unknown option"):
+        reasoning_tool("graph_agent", kg=KG, llm=llm, beam=3)

@@ -34,7 +34,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from kg_agents.errors import KGAgentsError
+from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
 
 __all__ = [
@@ -352,6 +352,8 @@ def reasoning_tool(
     "paths in the graph that support them.",
     max_paths: int = 5,
     config: dict[str, Any] | None = None,
+    kg: Any = None,
+    **options: Any,
 ) -> BaseTool:
     """Wrap a reasoning graph (any registered method, compiled) as one tool for a chat agent.
 
@@ -361,16 +363,27 @@ def reasoning_tool(
         description: the tool's description.
         max_paths: how many supporting paths the tool's text lists.
         config: a LangGraph run config passed to every invocation.
+        kg: with ``graph`` given as a registered method name, the knowledge graph to build it over.
+        **options: with ``graph`` given as a name, the method's options (``llm=...``, ``strategy=...``).
 
     Returns:
         A ``StructuredTool``; the text lists answers and paths; the full graph output is the artifact.
         A run that ends with no answer and recorded errors comes back as a ``ToolException`` message.
 
     Example:
-        >>> tool = reasoning_tool(create_graph("graph_rag", kg, llm=chat_model))   # doctest: +SKIP
+        >>> tool = reasoning_tool("graph_agent", kg=kg, llm=chat_model, strategy="tot")  # doctest: +SKIP
         >>> tool.invoke({"question": "who directed [Splash]"})                    # doctest: +SKIP
         'Answers: Ron Howard\\nPaths:\\nSplash -> directed_by -> Ron Howard'
     """
+
+    if isinstance(graph, str):
+        from kg_agents.graphs.registry import create_graph
+
+        if kg is None:
+            raise ConfigError(f"reasoning_tool({graph!r}) needs kg=... to build the graph")
+        graph = create_graph(graph, kg, **options)
+    elif options or kg is not None:
+        raise ConfigError("kg and options are only accepted with a method name, not a compiled graph")
 
     def _render(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         answers = list(out.get("answers") or [])
