@@ -72,7 +72,10 @@ def paper_generation_calls(k: int, t: int, depth: int) -> int:
 
 
 def paper_merge_calls(k: int, t: int, depth: int) -> int:
-    """Appendix E: GoT adds sum_{i=1..D} floor(k * t**(i-1) / 2) merges (pairwise, per depth)."""
+    """Appendix E: GoT merges the candidates of each depth pairwise: floor(n_i / 2) merges for the
+    n_i = k * t**(i-1) candidates generated at depth i (the appendix writes floor(k * t**i / 2), its
+    index shifted by one from its own ToT count, where depth i expands t**(i-1) states). Merges pair
+    siblings, so this equals t**(i-1) * (k // 2) for the even k used here."""
     return sum((k * t ** (i - 1)) // 2 for i in range(1, depth + 1))
 
 
