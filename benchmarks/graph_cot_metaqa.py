@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from kg_agents.eval.datasets import load_metaqa
-
     from kg_agents.graphs.graph_cot import create_graph_agent_graph, create_graph_explore_graph
     from kg_agents.kg import open_kg
     from kg_agents.llm import resolve_chat_model

@@ -530,3 +530,17 @@ def test_real_local_model_on_metaqa(metaqa, local_llm, factory, strategy):
     for p in out["paths"]:
         assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
     assert _trace(out, "verify_paths")[0]["paths_kept"] == len(out["paths"])
+
+
+def test_model_errors_are_recorded_not_raised():
+    from kg_agents.errors import ModelError
+
+    def boom(_):
+        raise ModelError("the model server is down")
+
+    llm = RuleModel(rules=[(SCORE, boom), (FINAL, boom), (STEP, LOOKING)])
+    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=1).invoke(Q)
+    assert out["answers"] == []
+    assert out["errors"] == ["score: ModelError: the model server is down"] * 2 + [
+        "answer: ModelError: the model server is down"
+    ]

@@ -811,8 +811,11 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
     @metered
     def score(payload: dict[str, Any]) -> dict[str, Any]:
         cand = payload["cand"]
-        msg = invoke_llm(method.model, method.prompts["score_vote"].format_messages(
-            question=payload["question"], thoughts=method.chain_text(cand)))
+        try:
+            msg = invoke_llm(method.model, method.prompts["score_vote"].format_messages(
+                question=payload["question"], thoughts=method.chain_text(cand)))
+        except KGAgentsError as exc:  # the state keeps score 0 and the run goes on
+            return {"scores": {cand["id"]: 0.0}, **error_update("score", exc)}
         value = parse_score(str(msg.content))
         rec: dict[str, Any] = {"node": "score", "id": cand["id"], "score": value}
         if value is None:
@@ -823,8 +826,11 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
     def vote(payload: dict[str, Any]) -> dict[str, Any]:
         cands = payload["cands"]
         choices = "\n\n".join(f"Choice {i}:\n{method.chain_text(c)}" for i, c in enumerate(cands, 1))
-        msg = invoke_llm(method.model, method.prompts["select_vote"].format_messages(
-            question=payload["question"], choices=choices))
+        try:
+            msg = invoke_llm(method.model, method.prompts["select_vote"].format_messages(
+                question=payload["question"], choices=choices))
+        except KGAgentsError as exc:  # generation order is kept and the run goes on
+            return error_update("vote", exc)
         ranked = parse_selection(str(msg.content), len(cands))
         order = [cands[i - 1]["id"] for i in ranked]
         order += [c["id"] for c in cands if c["id"] not in order]
@@ -874,10 +880,14 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
             if pool:
                 best = max(pool, key=lambda c: c.get("score") or 0.0) if use_score else pool[0]
                 chain = method.chain_text(best) or "(none)"
-                msg = invoke_llm(method.model, method.prompts["final_answer"].format_messages(
-                    question=state["question"], chain=chain))
-                answers = parse_answers(str(msg.content))
                 how = "budget spent: final answer from the best chain"
+                try:
+                    msg = invoke_llm(method.model, method.prompts["final_answer"].format_messages(
+                        question=state["question"], chain=chain))
+                    answers = parse_answers(str(msg.content))
+                except KGAgentsError as exc:
+                    failed = error_update("answer", exc)
+                    return {"answers": [], "paths": [], **failed}
         answers = [a for a in answers if a][:20]
         paths = _paths_to_answers(kg, box, best, answers) if best else []
         update = verified_paths_update(kg, paths)
