@@ -452,7 +452,8 @@ class _AgentMethod(_Method):
                     missing = [k for k in keys if k not in args]
                     if missing:
                         obs = f"{call['name']} needs the arguments {keys}; missing {missing}."
-                        t_, f_ = [], []
+                        t_: list[Triple] = []
+                        f_: list[str] = []
                     else:
                         obs, t_, f_ = self._run_action(call["name"], [str(args[k]) for k in keys])
                     triples += t_

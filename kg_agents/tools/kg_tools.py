@@ -315,7 +315,7 @@ def kg_toolkit(
         >>> agent = create_react_agent(chat_model, kg_toolkit(kg))    # doctest: +SKIP
     """
     box = KGToolbox(kg, index, max_neighbors=max_neighbors, max_suggestions=max_suggestions)
-    specs = [
+    specs: list[tuple[str, Callable[..., str], type[BaseModel], str]] = [
         ("RetrieveNode", box.retrieve_node, RetrieveNodeInput,
          "Find the node of the knowledge graph whose name matches the keyword; returns its id."),
         ("NodeFeature", box.node_feature, NodeFeatureInput,
