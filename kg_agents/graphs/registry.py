@@ -80,3 +80,7 @@ register_method("dualr", "kg_agents.graphs.dualr:create_dualr_graph",
                 "DualR: question-conditioned GNN explorer, reasoning chains, one multiple-choice LLM call")
 register_method("gcr", "kg_agents.graphs.gcr:create_gcr_graph",
                 "graph-constrained reasoning: KG-Trie-constrained path decoding + inductive reasoning (GCR)")
+register_method("graph_agent", "kg_agents.graphs.graph_cot:create_graph_agent_graph",
+                "Graph-CoT/ToT/GoT agent: ReAct over RetrieveNode/NodeFeature/NeighborCheck/NodeDegree")
+register_method("graph_explore", "kg_agents.graphs.graph_cot:create_graph_explore_graph",
+                "Graph-CoT/ToT/GoT with automatic graph exploration (LLM-pruned BFS)")
