@@ -35,11 +35,15 @@ _RUN_LEVEL = re.compile(r"\b(EndpointError|ModelError)\b")
 
 
 # --------------------------------------------------------------------------- building blocks
-def resolve_model(spec: str) -> Any:
-    """The chat model for ``--model SPEC`` (``local``, ``openai:<model>``, ...)."""
+def resolve_model(spec: str, **options: Any) -> Any:
+    """The chat model for ``--model SPEC`` (``local``, ``openai:<model>``, ...).
+
+    A server (``openai:``) is checked at once, so an unreachable one fails before any question runs.
+    ``options`` go to the model (``max_tokens``).
+    """
     from kg_agents.llm import resolve_chat_model
 
-    return resolve_chat_model(spec)
+    return resolve_chat_model(spec, check=spec.startswith("openai:"), **options)
 
 
 def open_kg_spec(spec: str) -> Any:
@@ -57,10 +61,12 @@ class MethodSetup:
     factory_options: dict[str, Any]
     context_pairs: list[str]
     model_spec: str | None
+    model_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     _model: Any = None
 
     @classmethod
-    def from_args(cls, name: str, settings: Sequence[str], model_spec: str | None) -> MethodSetup:
+    def from_args(cls, name: str, settings: Sequence[str], model_spec: str | None,
+                  max_tokens: int | None = None) -> MethodSetup:
         from kg_agents.graphs.registry import get_method
         from kg_agents.options import keyword_options, parse_options
 
@@ -70,9 +76,8 @@ class MethodSetup:
         mine = [p for p in settings if p.partition("=")[0].strip() in valid]
         rest = [p for p in settings if p.partition("=")[0].strip() not in valid]
         options = parse_options(mine, valid, what=f"method {name!r}")
-        if model_spec is not None and "llm" not in valid:
-            raise ConfigError(f"method {name!r} takes no chat model; drop --model")
-        return cls(name, options, rest, model_spec if "llm" in valid else None)
+        model_options = {"max_tokens": max_tokens} if max_tokens is not None else {}
+        return cls(name, options, rest, model_spec if "llm" in valid else None, model_options)
 
     def build(self, kg: Any) -> Any:
         """Build the graph over ``kg`` (the chat model is resolved once, on first need)."""
@@ -81,7 +86,7 @@ class MethodSetup:
         options = dict(self.factory_options)
         if self.model_spec is not None and "llm" not in options:
             if self._model is None:
-                self._model = resolve_model(self.model_spec)
+                self._model = resolve_model(self.model_spec, **self.model_options)
             options["llm"] = self._model
         return get_method(self.name).load()(kg, **options)
 
@@ -176,9 +181,9 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: Sequence[str],
-         as_json: bool, topic_entities: list[str] | None = None) -> int:
+         as_json: bool, topic_entities: list[str] | None = None, max_tokens: int | None = None) -> int:
     question = _check_question(question)
-    setup = MethodSetup.from_args(method, settings, model or "local")
+    setup = MethodSetup.from_args(method, settings, model, max_tokens)
     kg = open_kg_spec(kg_spec)
     graph = setup.build(kg)
     ctx = setup.context(graph)
@@ -194,12 +199,12 @@ def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     return _ask(args.question, args.method, args.kg, args.model, args.set or [], args.json,
-                args.topic or None)
+                args.topic or None, args.max_tokens)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     print(f"Question: {args.question}  (method {args.method}, MetaQA KG, model {args.model})")
-    return _ask(args.question, args.method, "metaqa", args.model, [], False)
+    return _ask(args.question, args.method, "metaqa", args.model, [], False, max_tokens=args.max_tokens)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -216,7 +221,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
     from kg_agents.eval.questions import get_dataset_spec, load_questions_file
 
-    setup = MethodSetup.from_args(args.method, args.set or [], args.model or "local")
+    setup = MethodSetup.from_args(args.method, args.set or [], args.model, args.max_tokens)
     if args.dataset:
         spec = get_dataset_spec(args.dataset)
         kg_spec = args.kg or spec.kg
@@ -241,7 +246,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     def build(g: Any) -> Any:
         return built.pop(id(g), None) or setup.build(g)
 
-    info = {"split": args.split if args.dataset else None, "seed": args.seed, "model": setup.model_spec,
+    model = setup.model_spec and setup.model_spec + "".join(f" {k}={v}" for k, v in setup.model_options.items())
+    info = {"split": args.split if args.dataset else None, "seed": args.seed, "model": model,
             "options": sorted(args.set or []), "kg": kg_spec}
     summary = asyncio.run(runner.run_eval(
         questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg=kg,
@@ -287,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     def method_args(sp: argparse.ArgumentParser, *, default_method: str | None) -> None:
         sp.add_argument("--method", default=default_method,
                         help="a registered method (see `kg-agents methods`)")
-        sp.add_argument("--model", default=None, help="chat model: local (default) or openai:<model>")
+        sp.add_argument("--model", default="local",
+                        help="chat model: local (default) or openai:<model> (server URL in $OPENAI_BASE_URL)")
+        sp.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE",
                         help="a method option (factory keyword or per-run context field); repeatable")
 
@@ -303,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="answer a sample MetaQA question with the local model")
     d.add_argument("--method", default="graph_rag")
     d.add_argument("--model", default="local")
+    d.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
     d.add_argument("--question", default=DEMO_QUESTION)
     d.set_defaults(func=cmd_demo)
 

@@ -118,7 +118,7 @@ def summarize(records: Sequence[Mapping[str, Any]], *, method: str, dataset: str
     questions that finished (None when none did); ``faithful_path_ratio`` pools all returned paths.
 
     Example:
-        >>> r = {"scores": score_answers(["a"], ["a"]), "error": None, "paths_total": 0,
+        >>> r = {"scores": score_answers(["x"], ["x"]), "error": None, "paths_total": 0,
         ...      "paths_faithful": 0, "usage": {"llm_calls": 1}, "seconds": 0.5}
         >>> summarize([r], method="m", dataset="d")["hits@1"]
         1.0
