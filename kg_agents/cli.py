@@ -219,38 +219,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError("eval needs --method and --out (or --compare DIR ...)")
     if bool(args.dataset) == bool(args.questions):
         raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
-    from kg_agents.eval.questions import get_dataset_spec, load_questions_file
+    from kg_agents.eval.datasets import get_dataset
 
     setup = MethodSetup.from_args(args.method, args.set or [], args.model, args.max_tokens)
     if args.dataset:
-        spec = get_dataset_spec(args.dataset)
-        kg_spec = args.kg or spec.kg
-        questions = spec.load(args.split, args.seed, args.limit)
+        split = args.split or ("dev" if args.dataset == "webqsp-sample" else "validation")
+        ds = get_dataset(args.dataset, split, seed=args.seed, limit=args.limit)
+        if args.kg:
+            ds.kg = args.kg
         dataset = args.dataset
     else:
-        kg_spec = args.kg
-        questions = load_questions_file(args.questions)[: args.limit] if args.limit else \
-            load_questions_file(args.questions)
+        split = args.split or "dev"
+        ds = runner.load_questions_file(args.questions, args.kg, split=split, seed=args.seed,
+                                        limit=args.limit)
         dataset = Path(args.questions).name
-    if not questions:
+    if not len(ds):
         raise ConfigError("no questions to evaluate")
-    if any(not str(q.question).strip() for q in questions):
-        raise DataFormatError(str(args.questions or dataset), None, "a question is empty")
-    kg = open_kg_spec(kg_spec) if kg_spec else None
-    if kg is None and any(getattr(q, "kg", None) is None for q in questions):
-        raise ConfigError("these questions carry no graph of their own: give --kg SPEC")
-    first = setup.build(kg if kg is not None else questions[0].kg)
+    kg0 = ds.kg_for(ds[0])
+    first = setup.build(kg0)  # builds the model and checks --set before any question runs
     context = setup.context(first)
-    built = {id(kg if kg is not None else questions[0].kg): first}
 
-    def build(g: Any) -> Any:
-        return built.pop(id(g), None) or setup.build(g)
+    def build(kg: Any) -> Any:
+        return first if kg is kg0 else setup.build(kg)
 
-    model = setup.model_spec and setup.model_spec + "".join(f" {k}={v}" for k, v in setup.model_options.items())
-    info = {"split": args.split if args.dataset else None, "seed": args.seed, "model": model,
-            "options": sorted(args.set or []), "kg": kg_spec}
+    kg_spec = ds.kg if isinstance(ds.kg, str) or ds.kg is None else getattr(ds.kg, "name", "kg")
+    extra = "".join(f" {k}={v}" for k, v in setup.model_options.items())
+    model = setup.model_spec and setup.model_spec + extra
+    info = {"split": split, "seed": args.seed, "model": model, "options": sorted(args.set or []),
+            "kg": kg_spec}
     summary = asyncio.run(runner.run_eval(
-        questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg=kg,
+        ds.questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg_for=ds.kg_for,
         concurrency=args.concurrency, context=context, run_info=info, progress=not args.no_progress,
     ))
     print(runner.markdown_table([summary]))
@@ -320,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
     e.add_argument("--kg", help="the KG for --questions (or to override the dataset's)")
     e.add_argument("--questions", help="a MetaQA-format or JSONL questions file")
-    e.add_argument("--split", default="validation", choices=["train", "validation"])
+    e.add_argument("--split", default=None, choices=["dev", "train", "validation"],
+                   help="default: validation (the seeded 20%%); dev for webqsp-sample and --questions")
     e.add_argument("--limit", type=int, default=None)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--concurrency", type=int, default=1)

@@ -7,6 +7,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 
 class KeyedChat(BaseChatModel):
@@ -17,8 +18,8 @@ class KeyedChat(BaseChatModel):
 
     script: dict[str, Any]
     default: str = "Answer: nothing"
-    calls: list[str] = []
-    resolved: list[str] = []
+    calls: list[str] = Field(default_factory=list)
+    resolved: list[str] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -35,7 +36,7 @@ class KeyedChat(BaseChatModel):
                 break
         if isinstance(reply, BaseException):
             raise reply
-        msg = AIMessage(content=reply, usage_metadata={"input_tokens": len(text.split()),
-                                                       "output_tokens": len(str(reply).split()),
-                                                       "total_tokens": len(text.split()) + len(str(reply).split())})
+        n_in, n_out = len(text.split()), len(str(reply).split())
+        usage = {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
+        msg = AIMessage(content=reply, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=msg)])

@@ -92,7 +92,8 @@ def test_ask_bad_set(capsys, chat, kg_file, setting, msg):
 
 
 def test_text_rag_options_are_typed(capsys, chat, kg_file):
-    rc = cli.main(["ask", "who directed [Splash]", "--method", "text_rag", "--kg", kg_file, "--set", "scope=web"])
+    rc = cli.main(["ask", "who directed [Splash]", "--method", "text_rag", "--kg", kg_file,
+                   "--set", "scope=web"])
     assert rc == 2 and "'web' is not one of neighborhood, kg" in capsys.readouterr().err
 
 
@@ -141,7 +142,7 @@ def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file)
 
 def test_eval_bad_input(capsys, chat):
     assert cli.main(["eval", "--method", "graph_rag", "--dataset", "nope", "--out", "x"]) == 2
-    assert "valid datasets: metaqa-1hop" in capsys.readouterr().err
+    assert "valid: metaqa-1hop" in capsys.readouterr().err
     assert cli.main(["eval", "--method", "nope", "--dataset", "metaqa-1hop", "--out", "x"]) == 2
     assert "valid methods:" in capsys.readouterr().err
     assert cli.main(["eval", "--method", "graph_rag", "--out", "x"]) == 2

@@ -6,15 +6,9 @@ import json
 import pytest
 
 from kg_agents.errors import ConfigError, DataFormatError, ModelError
+from kg_agents.eval.datasets import Question, SubgraphFactory, get_dataset
 from kg_agents.eval.metrics import SUMMARY_KEYS, normalize_answer, score_aliased, score_answers, summarize
-from kg_agents.eval.questions import (
-    EvalQuestion,
-    load_dataset,
-    load_pathquestion_file,
-    load_questions_file,
-    seeded_split,
-)
-from kg_agents.eval.runner import compare_runs, read_predictions, run_eval
+from kg_agents.eval.runner import compare_runs, gold_sets, load_questions_file, read_predictions, run_eval
 from kg_agents.graphs.baselines import create_graph_rag_graph, create_llm_only_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -67,55 +61,29 @@ def test_summarize_keys_and_errors():
 def test_questions_file_metaqa_and_jsonl(tmp_path):
     f = tmp_path / "q.txt"
     f.write_text("who directed [Splash]\tRon Howard\nwhat films did [Tom Hanks] act in\tBig|Splash\n")
-    qs = load_questions_file(f)
-    assert [q.topic_entities for q in qs] == [["Splash"], ["Tom Hanks"]]
-    assert qs[1].answers == ["Big", "Splash"]
+    ds = load_questions_file(f)
+    assert [q.topic_entities for q in ds] == [["Splash"], ["Tom Hanks"]] and ds.kg == "metaqa"
+    assert ds[1].answers == ["Big", "Splash"]
     j = tmp_path / "q.jsonl"
-    j.write_text(json.dumps({"id": "a", "question": "who?", "answers": "X",
-                             "graph": [["Q", "r", "X"]], "q_entity": ["Q"]}) + "\n")
-    (q,) = load_questions_file(j)
-    assert q.id == "a" and q.answers == ["X"] and q.topic_entities == ["Q"] and q.kg.has_triple("Q", "r", "X")
-
-
-@pytest.mark.parametrize("line,msg", [
-    ("just a question with no tab\n", "expected"),
-    ('{"question": ""}\n', "non-empty"),
-    ('{"question": "q", "answers": 3}\n', "answers"),
-    ("{not json\n", "invalid JSON"),
-])
-def test_questions_file_bad_lines(tmp_path, line, msg):
-    f = tmp_path / "bad.txt"
-    f.write_text("ok [A]\tB\n" + line)
-    with pytest.raises(DataFormatError, match=msg) as err:
-        load_questions_file(f)
+    j.write_text(json.dumps({"id": "a", "question": "who?", "answers": ["X"]}) + "\n")
+    with pytest.raises(ConfigError, match="--kg"):
+        load_questions_file(j)
+    ds = load_questions_file(j, "kb.tsv")
+    assert ds[0].id == "a" and ds.kg == "kb.tsv"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("ok [A]\tB\nno tab here\n")
+    with pytest.raises(DataFormatError) as err:
+        load_questions_file(bad)
     assert err.value.line == 2
 
 
-def test_datasets_by_name():
-    with pytest.raises(ConfigError, match="metaqa-1hop"):
-        load_dataset("metaqa-4hop")
-    pq = load_dataset("pathquestion-pq-2h", split="validation", seed=0, limit=3)
-    assert len(pq) == 3 and all(q.topic_entities and q.answers for q in pq)
-    train_ids = {q.id for q in load_dataset("pathquestion-pq-2h", split="train")}
-    assert not train_ids & {q.id for q in load_dataset("pathquestion-pq-2h", split="validation")}
-    web = load_dataset("webqsp-sample")
-    assert len(web) == 18 and all(q.kg is not None for q in web)
-
-
-def test_seeded_split_is_a_partition():
-    items = list(range(101))
-    tr, va = seeded_split(items, "train", 3), seeded_split(items, "validation", 3)
-    assert sorted(tr + va) == items and len(va) == 20
-    assert seeded_split(items, "train", 3) == tr and seeded_split(items, "train", 4) != tr
-    with pytest.raises(ConfigError):
-        seeded_split(items, "test", 0)
-
-
-def test_pathquestion_aliases(tmp_path):
-    f = tmp_path / "pq.txt"
-    f.write_text("q of a ?\tunited_kingdom(united_kingdom/uk/)\ta#r#b#s#united_kingdom#<end>#united_kingdom\n")
-    (q,) = load_pathquestion_file(f)
-    assert q.topic_entities == ["a"] and q.aliases == [["united_kingdom", "uk"]]
+def test_gold_sets_pathquestion_aliases_are_one_answer():
+    (q,) = get_dataset("pathquestion-pq-2h", "validation", limit=1).questions
+    assert gold_sets(q) == [q.answers]
+    s = score_aliased([q.answers[-1]], gold_sets(q))
+    assert s["recall"] == 1.0 and s["hits@1"] == 1.0
+    m = Question("m", "q [a]", ["x", "y"], ["a"])
+    assert gold_sets(m) == [["x"], ["y"]]
 
 
 # --------------------------------------------------------------------------- runner
@@ -125,15 +93,17 @@ def kg():
 
 
 QUESTIONS = [
-    EvalQuestion("q1", "who directed [Splash]", ["Ron Howard"], ["Splash"]),
-    EvalQuestion("q2", "who directed [Big]", ["Penny Marshall"], ["Big"]),
-    EvalQuestion("q3", "who directed [Cast Away]", ["Robert Zemeckis"], ["Cast Away"]),
+    Question("q1", "who directed [Splash]", ["Ron Howard"], ["Splash"]),
+    Question("q2", "who directed [Big]", ["Penny Marshall"], ["Big"]),
+    Question("q3", "who directed [Cast Away]", ["Robert Zemeckis"], ["Cast Away"]),
 ]
-SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Tom Hanks", "[Cast Away]": "Answer: Robert Zemeckis"}
+SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Tom Hanks",
+          "[Cast Away]": "Answer: Robert Zemeckis"}
 
 
 def _run(qs, out, llm, kg, **kw):
-    return asyncio.run(run_eval(qs, out, method="graph_rag", dataset="toy", kg=kg, progress=False,
+    return asyncio.run(run_eval(qs, out, method="graph_rag", dataset="toy", progress=False,
+                                kg_for=lambda q: q.kg() if q.kg else kg,
                                 build_graph=lambda g: create_graph_rag_graph(g, llm=llm), **kw))
 
 
@@ -174,22 +144,23 @@ def test_run_eval_repairs_a_cut_line_and_refuses_another_run(tmp_path, kg):
     s = _run(QUESTIONS[:2], tmp_path, llm, kg)
     assert s["n"] == 2
     with pytest.raises(ConfigError, match="another run"):
-        asyncio.run(run_eval(QUESTIONS, tmp_path, method="llm_only", dataset="toy", kg=kg, progress=False,
+        asyncio.run(run_eval(QUESTIONS, tmp_path, method="llm_only", dataset="toy", kg_for=lambda q: kg,
+                             progress=False,
                              build_graph=lambda g: create_llm_only_graph(g, llm=llm)))
 
 
 def test_run_level_error_stops_the_run(tmp_path, kg):
     llm = KeyedChat(script={"[Big]": ModelError("model server http://127.0.0.1:9/v1 unreachable")},
                     default="Answer: Ron Howard", calls=[])
-    with pytest.raises(ModelError, match="127.0.0.1:9"):
+    with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
         _run(QUESTIONS[:2], tmp_path, llm, kg)
     kept = read_predictions(tmp_path / "predictions.jsonl")
     assert set(kept) <= {"q1"} and "q2" not in kept
 
 
 def test_per_question_kg(tmp_path):
-    qa = EvalQuestion("a", "who made [X]", ["Y"], ["X"], kg=MemoryKG([("X", "made_by", "Y")]))
-    qb = EvalQuestion("b", "who made [P]", ["Q"], ["P"], kg=MemoryKG([("P", "made_by", "Q")]))
+    qa = Question("a", "who made [X]", ["Y"], ["X"], kg=SubgraphFactory((("X", "made_by", "Y"),)))
+    qb = Question("b", "who made [P]", ["Q"], ["P"], kg=SubgraphFactory((("P", "made_by", "Q"),)))
     llm = KeyedChat(script={"[X]": "Answer: Y", "[P]": "Answer: Q"}, calls=[])
     s = _run([qa, qb], tmp_path, llm, None)
     assert s["hits@1"] == 1.0 and s["faithful_path_ratio"] == 1.0
@@ -198,9 +169,10 @@ def test_per_question_kg(tmp_path):
 def test_compare_runs(tmp_path, kg):
     llm = KeyedChat(script=SCRIPT, calls=[])
     _run(QUESTIONS, tmp_path / "a", llm, kg)
-    asyncio.run(run_eval(QUESTIONS, tmp_path / "b", method="llm_only", dataset="toy", kg=kg, progress=False,
+    asyncio.run(run_eval(QUESTIONS, tmp_path / "b", method="llm_only", dataset="toy", kg_for=lambda q: kg,
+                             progress=False,
                          build_graph=lambda g: create_llm_only_graph(g, llm=llm)))
     table, chart = compare_runs([tmp_path / "a", tmp_path / "b"], tmp_path / "cmp.png")
     assert "graph_rag" in table and "llm_only" in table and chart.stat().st_size > 0
-    with pytest.raises(ConfigError, match="summary.json"):
+    with pytest.raises(ConfigError, match=r"summary\.json"):
         compare_runs([tmp_path / "nothing"], tmp_path / "x.png")

@@ -59,7 +59,8 @@ def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):
 
 
 def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):
-    llm = KeyedChat(script={"Splash": "Answer: Ron Howard", "Big": "Answer: Penny Marshall"}, calls=[])
+    llm = KeyedChat(script={"who directed Splash": "Answer: Ron Howard",
+                            "who directed Big": "Answer: Penny Marshall"}, calls=[])
     g = create_text_rag_graph(kg, llm=llm, encoder=encoder, checkpointer=InMemorySaver())
     events = list(g.stream({"question": "who directed Big", "topic_entities": ["Big"]},
                            {"configurable": {"thread_id": "t"}}))

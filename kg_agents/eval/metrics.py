@@ -72,7 +72,7 @@ def score_aliased(predictions: Sequence[str], gold_sets: Sequence[Sequence[str]]
     gold answers, not aliases.
     """
     preds = _distinct(predictions)
-    golds = [set(_distinct(aliases)) for aliases in gold_sets]
+    golds = list(dict.fromkeys(frozenset(_distinct(aliases)) for aliases in gold_sets))
     golds = [g for g in golds if g]
     if not preds or not golds:
         return {k: 0.0 for k in METRIC_KEYS}

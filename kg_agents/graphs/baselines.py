@@ -189,19 +189,21 @@ def verbalize(kg: Any, t: Triple) -> str:
 
 
 def _encode(encoder: Any, texts: list[str]) -> Any:
+    """L2-normalised float32 embeddings from an ``Encoder`` (``encoder(texts) -> array``)."""
     import numpy as np
 
-    vecs = encoder.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                          show_progress_bar=False)
-    return np.asarray(vecs, dtype="float32").reshape(len(texts), -1)
+    vecs = np.asarray(encoder(texts), dtype="float32").reshape(len(texts), -1)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms > 0, norms, 1.0)
 
 
 class TripleTextIndex:
     """FAISS inner-product index over the verbalised triples of a whole KG, persisted on disk.
 
-    Built once per (KG fingerprint, encoder) into ``directory`` (default:
-    ``<cache>/text_index/<fingerprint>``): ``triples.faiss`` and ``triples.tsv``. The KG must be able
-    to list its triples (``iter_triples()``, as ``MemoryKG`` does).
+    Built once per (KG, encoder) into ``directory`` (default:
+    ``<cache>/text_index/<kg name>-<fingerprint>[-<encoder name>]``, cache as for the entity index):
+    ``triples.faiss`` and ``triples.tsv``, each written to a temporary file and renamed into place.
+    The KG must be able to list its triples (``iter_triples()``, as ``MemoryKG`` does).
 
     Example:
         >>> idx = TripleTextIndex.open(open_kg("metaqa"), encoder)     # doctest: +SKIP
@@ -223,7 +225,15 @@ class TripleTextIndex:
         from kg_agents.errors import ConfigError
         from kg_agents.llm.local_model import cache_root
 
-        folder = FsPath(directory) if directory else cache_root() / "text_index" / kg.fingerprint()
+        if directory:
+            folder = FsPath(directory)
+        else:
+            from kg_agents.kg.encoder import DEFAULT_ENCODER
+            from kg_agents.kg.index import _safe_name
+
+            name = str(getattr(encoder, "name", DEFAULT_ENCODER))
+            suffix = "" if name == DEFAULT_ENCODER else "-" + _safe_name(name)
+            folder = cache_root() / "text_index" / f"{_safe_name(str(kg.name))}-{kg.fingerprint()}{suffix}"
         fi, ft = folder / "triples.faiss", folder / "triples.tsv"
         if fi.is_file() and ft.is_file():
             with open(ft, encoding="utf-8") as fh:
@@ -237,12 +247,12 @@ class TripleTextIndex:
         index = faiss.IndexFlatIP(vecs.shape[1])
         index.add(vecs)
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = fi.with_suffix(f".tmp{os.getpid()}")
-        faiss.write_index(index, str(tmp))
-        with open(ft.with_suffix(f".tmp{os.getpid()}"), "w", encoding="utf-8") as fh:
+        tmp_i, tmp_t = (folder / f".{f.name}.{os.getpid()}.tmp" for f in (fi, ft))
+        faiss.write_index(index, str(tmp_i))
+        with open(tmp_t, "w", encoding="utf-8") as fh:
             fh.writelines(f"{t.head}\t{t.relation}\t{t.tail}\n" for t in triples)
-        os.replace(ft.with_suffix(f".tmp{os.getpid()}"), ft)
-        os.replace(tmp, fi)
+        os.replace(tmp_t, ft)
+        os.replace(tmp_i, fi)
         return cls(index, triples)
 
     def search(self, query: Any, k: int) -> list[Triple]:
@@ -344,8 +354,8 @@ def create_text_rag_graph(
         kg: the knowledge graph.
         llm: a LangChain chat model (default: the embedded local model).
         index: an ``EntityIndex`` (built on first need when None).
-        encoder: a sentence encoder with ``encode(texts, normalize_embeddings=True, ...)``
-            (default: the shared all-MiniLM-L6-v2, ``kg_agents.kg.encoder.get_sentence_encoder()``).
+        encoder: an ``Encoder`` (``encoder(texts) -> array``; default: the shared all-MiniLM-L6-v2,
+            ``kg_agents.kg.encoder.get_sentence_encoder()``).
         scope: ``"neighborhood"`` (default) or ``"kg"``.
         hops: radius of the neighbourhood, and the longest supporting path.
         fanout_limit: at most this many triples per entity and hop.
