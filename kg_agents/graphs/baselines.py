@@ -411,9 +411,9 @@ def create_text_rag_graph(
         if scope == "kg":
             if "kg_index" not in cache:
                 cache["kg_index"] = TripleTextIndex.open(mkg.inner, get_encoder(), index_dir)
-            triples = cache["kg_index"].search(q, ctx.top_k)
-            return {"triples": triples, "evidence": [verbalize(mkg, t) for t in triples],
-                    "trace": [{"node": "retrieve", "scope": scope, "retrieved": len(triples)}]}
+            found: list[Triple] = cache["kg_index"].search(q, ctx.top_k)
+            return {"triples": found, "evidence": [verbalize(mkg, t) for t in found],
+                    "trace": [{"node": "retrieve", "scope": scope, "retrieved": len(found)}]}
         candidates, cut = _neighbourhood(mkg, ents, hops, fanout_limit, max_candidates)
         texts = [verbalize(mkg, t) for t in candidates]
         triples: list[Triple] = []
