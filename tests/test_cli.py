@@ -203,3 +203,16 @@ def test_unreachable_model_server_is_one_line(tmp_path):
         assert r.returncode == 1, r.stderr
         assert r.stderr.strip().count("\n") == 0 and "http://127.0.0.1:9/v1" in r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_langgraph_entry_builds_a_working_graph(kg_file):
+    from kg_agents.errors import ConfigError
+    from kg_agents.graphs import langgraph_entry
+
+    llm = KeyedChat(script=SCRIPT, calls=[])
+    graph = langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
+    out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Ron Howard"] and [p.to_text() for p in out["paths"]] == [
+        "Splash -> directed_by -> Ron Howard"]
+    with pytest.raises(ConfigError, match="valid methods"):
+        langgraph_entry.build("no_such_method", {"configurable": {"kg": kg_file, "model": llm}})
