@@ -27,14 +27,17 @@ def test_normalize_answer(raw, want):
     assert normalize_answer(raw) == want
 
 
-def test_scores_exact_after_normalisation():
+def test_scores_word_boundary_containment():
     s = score_answers(["the ron howard", "Tom Hanks", "tom hanks"], ["Ron Howard", "Penny Marshall"])
     assert s["hits@1"] == 1.0 and s["hit"] == 1.0
     assert s["precision"] == pytest.approx(1 / 2)  # distinct predictions: ron howard, tom hanks
     assert s["recall"] == pytest.approx(1 / 2)
     assert s["f1"] == pytest.approx(0.5)
-    # containment does not count: one long line naming everyone is not a match
-    assert score_answers(["Ron Howard and Penny Marshall"], ["Ron Howard"])["hit"] == 0.0
+    # the papers' containment rule, on word boundaries; a line naming two golds counts once for precision
+    s = score_answers(["It was Ron Howard and Penny Marshall", "Big"], ["Ron Howard", "Penny Marshall"])
+    assert s["hits@1"] == 1.0 and s["recall"] == 1.0 and s["precision"] == 0.5
+    assert score_answers(["Ron"], ["Ron Howard"])["hit"] == 0.0
+    assert score_answers(["a bus"], ["US"])["hit"] == 0.0
     assert score_answers([], ["x"]) == {k: 0.0 for k in ("hits@1", "hit", "f1", "precision", "recall")}
 
 

@@ -231,7 +231,13 @@ def write_summary(
     """Compute ``summary.json`` from ``predictions.jsonl`` (for ``questions``); write it, report and chart."""
     out = Path(out_dir)
     preds = read_predictions(out / PREDICTIONS)
-    records = [preds[q.id] for q in questions if q.id in preds]
+    records = []
+    for q in questions:
+        if q.id in preds:
+            rec = dict(preds[q.id])
+            if not rec.get("error"):  # scored again, so the summary always follows metrics.py
+                rec["scores"] = score_aliased(rec.get("predictions") or [], gold_sets(q))
+            records.append(rec)
     summary = summarize(records, method=method, dataset=dataset)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}
