@@ -48,6 +48,16 @@ def default_llm(llm: Any) -> Any:
     return resolve_chat_model("local")
 
 
+def _named_in(label: str, answers: list[str]) -> bool:
+    """True when an answer names ``label`` (the evaluation's match: normalised, on word boundaries).
+
+    Used to pick the supporting paths of a free-text answer ("The Son's Room was directed by ...").
+    """
+    from kg_agents.eval.metrics import answer_matches
+
+    return any(answer_matches(a, label) for a in answers)
+
+
 # --------------------------------------------------------------------------- llm_only
 @dataclass
 class LLMOnlyContext:
@@ -156,11 +166,12 @@ def create_graph_rag_graph(
         msg = invoke_llm(model, template.format_messages(question=state["question"], knowledge=knowledge))
         answers = parse_answers(str(msg.content))[: ctx.max_answers]
         # The supporting paths: 1-hop paths from a topic entity to an answer.
-        wanted = {a.lower() for a in answers}
+        starts = list(state.get("topic_entities") or [])
         paths = []
         for t in triples:
-            for start in state.get("topic_entities") or []:
-                if start in (t.head, t.tail) and mkg.label(t.other(start)).lower() in wanted:
+            for start in starts:
+                if start in (t.head, t.tail) and t.other(start) not in starts and _named_in(
+                        mkg.label(t.other(start)), answers):
                     paths.append(Path.from_triples(start, [t]))
         update = verified_paths_update(mkg, paths)
         update.update({"answers": answers})
@@ -437,10 +448,10 @@ def create_text_rag_graph(
         knowledge = "\n".join(verbalize(mkg, t) for t in triples) or "(none)"
         msg = invoke_llm(model, template.format_messages(question=state["question"], knowledge=knowledge))
         answers = parse_answers(str(msg.content))[: ctx.max_answers]
-        wanted = {a.lower() for a in answers}
-        ents = {e for t in triples for e in (t.head, t.tail)}
-        targets = {e for e in ents if mkg.label(e).lower() in wanted}
-        paths = _support_paths(list(state.get("topic_entities") or []), triples, targets, hops)
+        starts = list(state.get("topic_entities") or [])
+        ents = {e for t in triples for e in (t.head, t.tail)} - set(starts)
+        targets = {e for e in ents if _named_in(mkg.label(e), answers)}
+        paths = _support_paths(starts, triples, targets, hops)
         update = verified_paths_update(mkg, paths)
         update["answers"] = answers
         update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
