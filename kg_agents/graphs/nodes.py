@@ -23,7 +23,9 @@ def error_update(node: str, error: BaseException | str) -> dict[str, Any]:
     return {"errors": [f"{node}: {text}"], "trace": [{"node": node, "error": text}]}
 
 
-def verified_paths_update(kg: KnowledgeGraph, paths: Iterable[Path], node: str = "verify_paths") -> dict[str, Any]:
+def verified_paths_update(
+    kg: KnowledgeGraph, paths: Iterable[Path], node: str = "verify_paths"
+) -> dict[str, Any]:
     """Keep the paths whose every hop is a KG triple; report how many were dropped.
 
     Returns a partial state update ``{"paths": kept, "trace": [{"node", "kept", "dropped"}]}``.
@@ -89,8 +91,8 @@ def make_link_entities_node(
         try:
             if given:
                 ids, unknown = resolve_entities(kg, get_index() if _needs_index(kg, given) else None, given)
-                update: dict[str, Any] = {"topic_entities": ids, "trace": [{"node": name, "given": list(given),
-                                                                          "linked": ids, "unknown": unknown}]}
+                step = {"node": name, "given": list(given), "linked": ids, "unknown": unknown}
+                update: dict[str, Any] = {"topic_entities": ids, "trace": [step]}
                 if unknown:
                     update["errors"] = [f"{name}: unknown topic entities {unknown}"]
                 if not ids:
