@@ -41,3 +41,8 @@ typecheck: setup
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+
+# Real SPARQL servers for the `server` tests: Virtuoso 7 from Debian (the oxigraph CLI comes from pip).
+.PHONY: setup-servers
+setup-servers:
+	bash scripts/install_virtuoso.sh

@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.vllm_fixtures"]
+pytest_plugins = ["tests.servers", "tests.vllm_fixtures"]

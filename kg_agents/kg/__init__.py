@@ -18,6 +18,9 @@ from kg_agents.kg.base import (
 from kg_agents.kg.encoder import get_sentence_encoder
 from kg_agents.kg.index import EntityIndex, LinkedEntity
 from kg_agents.kg.memory import MemoryKG
+from kg_agents.kg.profiles import Profile
+from kg_agents.kg.rdf import RdfKG
+from kg_agents.kg.sparql import SparqlKG
 
 __all__ = [
     "Direction",
@@ -27,6 +30,9 @@ __all__ = [
     "LinkedEntity",
     "MemoryKG",
     "Path",
+    "Profile",
+    "RdfKG",
+    "SparqlKG",
     "Triple",
     "TripleList",
     "get_sentence_encoder",

@@ -27,14 +27,27 @@ def _check_encodable(value: str, what: str) -> None:
 
 
 def is_valid_iri(value: str) -> bool:
-    """True when ``value`` is an absolute IRI that can be written as ``<value>`` safely."""
+    """True when ``value`` is an absolute IRI that can be written as ``<value>`` safely.
+
+    Beyond the ``IRIREF`` grammar, the IRI must parse as RFC 3987 (checked by Oxigraph's IRI
+    parser): servers reject e.g. ``DEL``, C1 controls or bad ``%`` escapes, and such a term must be
+    refused here rather than become a query error at the endpoint.
+    """
     if not isinstance(value, str) or not value or len(value) > 8192:
         return False
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return bool(_SCHEME.match(value)) and not _IRI_BAD.search(value)
+    if not _SCHEME.match(value) or _IRI_BAD.search(value):
+        return False
+    import pyoxigraph
+
+    try:
+        pyoxigraph.NamedNode(value)
+    except ValueError:
+        return False
+    return True
 
 
 def iri(value: str) -> str:

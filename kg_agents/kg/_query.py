@@ -1,0 +1,476 @@
+"""SPARQL query building and the ``KnowledgeGraph`` logic shared by ``RdfKG`` and ``SparqlKG``.
+
+Every query is a ``SELECT`` or ``ASK`` whose terms are bound in ``VALUES`` blocks, rendered by
+:mod:`kg_agents.kg.terms` through a :class:`~kg_agents.kg.profiles.Profile`. The query builders are
+pure functions (tested for hostile input in ``tests/test_kg_terms.py``); :class:`SparqlBackedKG`
+turns the rows a backend returns into :class:`~kg_agents.kg.base.Triple` s.
+
+Edges are triples whose object is an IRI; literal-valued triples are features, and triples whose
+predicate is a label predicate give labels. Blank nodes are not entities.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from kg_agents.errors import EntityNotFound, InvalidTermError, KGError
+from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
+from kg_agents.kg.profiles import Profile
+from kg_agents.kg.terms import iri
+
+
+class Node(NamedTuple):
+    """One RDF term of a result row: ``kind`` is ``uri``, ``literal`` or ``bnode``."""
+
+    kind: str
+    value: str
+    lang: str | None = None
+
+
+Row = dict[str, Node]
+
+_PROLOGUE = re.compile(r"\A(?:\s*(?:PREFIX\s+[^\s:]*:\s*<[^>]*>|BASE\s+<[^>]*>))*\s*", re.IGNORECASE)
+_READ_FORMS = ("SELECT", "ASK")
+
+
+def query_form(query: str) -> str:
+    """The form keyword of a query (``SELECT``, ``ASK``, ``INSERT``...), after any prologue."""
+    rest = query[_PROLOGUE.match(query).end() :]  # type: ignore[union-attr]
+    m = re.match(r"[A-Za-z]+", rest)
+    return m.group(0).upper() if m else ""
+
+
+def check_read_only(query: str) -> str:
+    """Return ``query`` when it is a SELECT or ASK query; raise :class:`KGError` otherwise.
+
+    Stores call this before sending anything, so a read-only store can never send an update.
+
+    Example:
+        >>> check_read_only("ASK { ?s ?p ?o }")
+        'ASK { ?s ?p ?o }'
+    """
+    form = query_form(query)
+    if form not in _READ_FORMS:
+        raise KGError(f"refusing to send a {form or 'non-query'} request: stores are read-only")
+    return query
+
+
+# ---------------------------------------------------------------------- query builders
+def _values(var: str, terms: Sequence[str]) -> str:
+    return f"VALUES ?{var} {{ {' '.join(terms)} }}"
+
+
+def _side(entities: Sequence[str], relation: str | None, inverse: bool) -> str:
+    """One direction's group pattern: ``?e ?r ?o`` (out) or ``?s ?r ?e`` (in), IRIs only."""
+    ev = _values("e", entities)
+    rv = (" " + _values("r", [relation])) if relation is not None else ""
+    if inverse:
+        # a subject is an IRI or a blank node; Virtuoso answers !isBlank ~5x faster than isIRI here
+        return f"{{ {ev}{rv} ?s ?r ?e . FILTER(!isBlank(?s)) }}"
+    return f"{{ {ev}{rv} ?e ?r ?o . FILTER(isIRI(?o)) }}"
+
+
+def _sides(direction: Direction) -> tuple[bool, ...]:
+    return {"out": (False,), "in": (True,), "both": (False, True)}[direction]
+
+
+def _edge_pattern(entities: Sequence[str], relation: str | None, direction: Direction) -> str:
+    """A group pattern binding ``?e`` (given), ``?r``, and ``?o`` for out-edges or ``?s`` for in-edges.
+
+    The direction is told by which variable is bound, not by a ``BIND`` constant: Virtuoso 7.2
+    rejects ``BIND`` inside ``UNION`` branches here (SP031) and mis-evaluates constant ``VALUES``
+    markers inside ``UNION``-ed subqueries.
+    """
+    return " UNION ".join(_side(entities, relation, inv) for inv in _sides(direction))
+
+
+def neighbors_query(
+    entities: Sequence[str],
+    relation: str | None,
+    direction: Direction,
+    limit: int | None,
+    *,
+    ordered: bool = False,
+) -> str:
+    """One query for the edges of every entity in ``entities`` (rendered IRIs).
+
+    With a ``limit``, each entity and direction gets its own subquery ``LIMIT limit+1`` (with
+    ``ordered``, ``ORDER BY ?r ?o`` first) and the subqueries are joined with ``UNION``: the limit is
+    exact per entity (a hub cannot starve the others) and the extra row tells when it was cut.
+    Without a limit, one ``VALUES`` block holds every entity.
+
+    ``ordered`` picks *which* edges a cut keeps (the first by relation and IRI, the same on every
+    store) at the price of sorting all of a hub's edges on the server (Oxigraph: ~0.8 s for 4,000
+    edges, against ~5 ms unordered); unordered, the store's index order decides.
+
+    Returns rows binding ``?e ?r`` and ``?o`` (an out-edge ``e r o``) or ``?s`` (an in-edge ``s r e``).
+    """
+    if not entities:
+        raise ValueError("no entities")
+    if limit is None:
+        return f"SELECT ?e ?r ?o ?s WHERE {{ {_edge_pattern(entities, relation, direction)} }}"
+    parts = []
+    for e in entities:
+        for inv in _sides(direction):
+            v = "s" if inv else "o"
+            group = _side([e], relation, inv)
+            order = f"ORDER BY ?r ?{v} " if ordered else ""
+            parts.append(f"{{ SELECT ?e ?r ?{v} WHERE {group} {order}LIMIT {int(limit) + 1} }}")
+    return "SELECT ?e ?r ?o ?s WHERE { " + " UNION ".join(parts) + " }"
+
+
+def degree_query(entity: str, relation: str | None, direction: Direction) -> str:
+    """``SELECT (COUNT(*) AS ?n)`` over the edges of one entity."""
+    return f"SELECT (COUNT(*) AS ?n) WHERE {{ {_edge_pattern([entity], relation, direction)} }}"
+
+
+def relations_query(entity: str, direction: Direction) -> str:
+    """The distinct relations on the edges of one entity."""
+    return f"SELECT DISTINCT ?r WHERE {{ {_edge_pattern([entity], None, direction)} }} ORDER BY ?r"
+
+
+def has_triple_query(head: str, relation: str, tail: str) -> str:
+    """``ASK`` whether the triple is stored."""
+    return f"ASK {{ VALUES (?h ?r ?t) {{ ({head} {relation} {tail}) }} ?h ?r ?t }}"
+
+
+def has_entity_query(entity: str) -> str:
+    """``ASK`` whether the IRI occurs as a subject or object."""
+    ev = _values("e", [entity])
+    return f"ASK {{ {{ {ev} ?e ?p ?x }} UNION {{ {ev} ?x ?p ?e }} }}"
+
+
+def labels_query(entity: str, predicates: Sequence[str], limit: int = 50) -> str:
+    """The literal labels of one entity."""
+    return (
+        f"SELECT ?p ?l WHERE {{ {_values('e', [entity])} {_values('p', predicates)} "
+        f"?e ?p ?l . FILTER(isLiteral(?l)) }} LIMIT {int(limit)}"
+    )
+
+
+def literals_query(entity: str, limit: int) -> str:
+    """The literal-valued properties of one entity."""
+    return (
+        f"SELECT ?p ?v WHERE {{ {_values('e', [entity])} ?e ?p ?v . FILTER(isLiteral(?v)) }} "
+        f"LIMIT {int(limit)}"
+    )
+
+
+def all_relations_query(limit: int) -> str:
+    """The distinct predicates of edges (IRI objects)."""
+    return f"SELECT DISTINCT ?r WHERE {{ ?s ?r ?o . FILTER(isIRI(?o)) }} ORDER BY ?r LIMIT {int(limit)}"
+
+
+def label_page_query(predicates: Sequence[str], lang: str | None, limit: int, offset: int) -> str:
+    """One page of ``(?e, ?p, ?l)`` label rows, in a stable order."""
+    lang_filter = ""
+    if lang is not None:
+        from kg_agents.kg.terms import literal
+
+        lang_filter = f' FILTER(lang(?l) = "" || langMatches(lang(?l), {literal(lang)}))'
+    return (
+        f"SELECT ?e ?p ?l WHERE {{ {_values('p', predicates)} ?e ?p ?l . FILTER(isIRI(?e) && isLiteral(?l))"
+        f"{lang_filter} }} ORDER BY ?e ?p ?l LIMIT {int(limit)} OFFSET {int(offset)}"
+    )
+
+
+def count_query() -> str:
+    """The number of triples."""
+    return "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+
+
+# ---------------------------------------------------------------------- the shared store logic
+class _LRU:
+    """A small thread-safe LRU cache (``maxsize=0`` disables it)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = int(maxsize)
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    _MISSING = object()
+
+    def get(self, key: Hashable) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+            self.misses += 1
+            return self._MISSING
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if self.maxsize <= 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
+
+
+class SparqlBackedKG:
+    """``KnowledgeGraph`` methods written once over two primitives, ``_select`` and ``_ask``.
+
+    Subclasses set ``name``, ``profile``, ``batch_size`` and implement ``_select(query) -> list[Row]``,
+    ``_ask(query) -> bool`` and ``fingerprint()``.
+    """
+
+    name: str
+    profile: Profile
+    batch_size: int = 256
+    max_features: int = 1000
+    label_page_size: int = 5000
+    max_relations: int = 100_000
+
+    def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
+        self._cache = _LRU(cache_size)
+        self.ordered = bool(ordered)
+
+    # subclasses --------------------------------------------------------------
+    def _select(self, query: str) -> list[Row]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _ask(self, query: str) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # helpers -----------------------------------------------------------------
+    def _eterm(self, entity: str) -> str | None:
+        try:
+            return self.profile.entity_term(entity)
+        except InvalidTermError:
+            return None
+
+    def _rterm(self, relation: str) -> str | None:
+        try:
+            return self.profile.relation_term(relation)
+        except InvalidTermError:
+            return None
+
+    def _cached(self, key: Hashable, compute: Any) -> Any:
+        hit = self._cache.get(key)
+        if hit is not _LRU._MISSING:
+            return hit
+        value = compute()
+        self._cache.put(key, value)
+        return value
+
+    def clear_cache(self) -> None:
+        """Forget cached neighbour and label results."""
+        self._cache.clear()
+
+    @property
+    def cache_info(self) -> dict[str, int]:
+        """Cache hits, misses and current size."""
+        return {"hits": self._cache.hits, "misses": self._cache.misses, "size": len(self._cache._data)}
+
+    # protocol ----------------------------------------------------------------
+    def has_entity(self, entity: str) -> bool:
+        term = self._eterm(entity)
+        if term is None:
+            return False
+        return bool(self._cached(("has", entity), lambda: self._ask(has_entity_query(term))))
+
+    def _labels(self, entity: str) -> list[Node]:
+        term = self._eterm(entity)
+        if term is None:
+            return []
+        preds = [iri(p) for p in self.profile.label_predicates]
+
+        def compute() -> list[Node]:
+            rows = self._select(labels_query(term, preds))
+            rank = {p: i for i, p in enumerate(self.profile.label_predicates)}
+            rows.sort(key=lambda r: (rank.get(r["p"].value, 99), self._lang_rank(r["l"])))
+            return [r["l"] for r in rows]
+
+        return list(self._cached(("labels", entity), compute))
+
+    def _lang_rank(self, node: Node) -> int:
+        want = self.profile.label_lang
+        if want is None:
+            return 0 if not node.lang else 1
+        if node.lang and node.lang.lower().split("-")[0] == want.lower():
+            return 0
+        return 1 if not node.lang else 2
+
+    def label(self, entity: str) -> str:
+        """The entity's best label (its id when it has none). Raises :class:`EntityNotFound`."""
+        labels = self._labels(entity)
+        if labels:
+            return labels[0].value
+        if self.has_entity(entity):
+            return entity
+        raise EntityNotFound(entity)
+
+    def features(self, entity: str) -> dict[str, str]:
+        """``{"label": ..., <relation id>: <literal>, ...}``. Raises :class:`EntityNotFound`."""
+        out = {"label": self.label(entity)}
+        term = self._eterm(entity)
+        assert term is not None  # label() raised otherwise
+        label_preds = set(self.profile.label_predicates)
+        for row in self._select(literals_query(term, self.max_features)):
+            p = row["p"].value
+            if p in label_preds:
+                continue
+            out.setdefault(self.profile.relation_id(p), row["v"].value)
+        return out
+
+    def relations(self, entity: str, direction: Direction = "out") -> list[str]:
+        check_direction(direction)
+        term = self._eterm(entity)
+        if term is None:
+            return []
+
+        def compute() -> list[str]:
+            rows = self._select(relations_query(term, direction))
+            return [self.profile.relation_id(r["r"].value) for r in rows]
+
+        return list(self._cached(("rels", entity, direction), compute))
+
+    def neighbors(
+        self,
+        entity: str,
+        relation: str | None = None,
+        direction: Direction = "out",
+        limit: int | None = None,
+    ) -> TripleList:
+        return self.neighbors_many([entity], relation, direction, limit)[entity]
+
+    def neighbors_many(
+        self,
+        entities: Sequence[str],
+        relation: str | None = None,
+        direction: Direction = "out",
+        limit: int | None = None,
+    ) -> dict[str, TripleList]:
+        """Edges of many entities; one query per ``batch_size`` uncached entities.
+
+        With a ``limit``, it holds per entity and each list's ``truncated`` says whether it was hit.
+        """
+        check_direction(direction)
+        _check_limit(limit)
+        out: dict[str, TripleList] = {}
+        rterm = None
+        if relation is not None:
+            rterm = self._rterm(relation)
+        todo: dict[str, str] = {}
+        for e in dict.fromkeys(entities):
+            hit = self._cache.get(("nb", e, relation, direction, limit))
+            if hit is not _LRU._MISSING:
+                out[e] = _copy(hit)
+                continue
+            term = self._eterm(e)
+            if term is None or (relation is not None and rterm is None):
+                out[e] = TripleList(total=0)
+                continue
+            todo[e] = term
+        items = list(todo.items())
+        for i in range(0, len(items), max(1, self.batch_size)):
+            chunk = items[i : i + max(1, self.batch_size)]
+            fetched = self._fetch_edges(chunk, rterm, direction, limit)
+            for e, tl in fetched.items():
+                self._cache.put(("nb", e, relation, direction, limit), tl)
+                out[e] = _copy(tl)
+        return {e: out[e] for e in dict.fromkeys(entities)}
+
+    def _fetch_edges(
+        self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
+    ) -> dict[str, TripleList]:
+        by_iri = {term[1:-1]: e for e, term in chunk}
+        rows = self._select(
+            neighbors_query([t for _, t in chunk], rterm, direction, limit, ordered=self.ordered)
+        )
+        outs: dict[str, list[tuple[str, str]]] = {e: [] for e, _ in chunk}
+        ins: dict[str, list[tuple[str, str]]] = {e: [] for e, _ in chunk}
+        for row in rows:
+            e = by_iri.get(row["e"].value)
+            if e is None:
+                continue
+            if "o" in row:
+                outs[e].append((row["r"].value, row["o"].value))
+            elif "s" in row:
+                ins[e].append((row["r"].value, row["s"].value))
+        rel_id, ent_id = self.profile.relation_id, self.profile.entity_id
+        result: dict[str, TripleList] = {}
+        for e, _ in chunk:
+            # out-edges first, then in-edges, each by relation and other end (as MemoryKG orders them)
+            triples = [Triple(e, rel_id(r), ent_id(o)) for r, o in sorted(outs[e])]
+            triples += [Triple(ent_id(s_), rel_id(r), e) for r, s_ in sorted(ins[e])]
+            if limit is not None and len(triples) > limit:
+                result[e] = TripleList(triples[:limit], truncated=True, total=None)
+            else:
+                result[e] = TripleList(triples, truncated=False, total=len(triples))
+        return result
+
+    def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int:
+        check_direction(direction)
+        term = self._eterm(entity)
+        rterm = self._rterm(relation) if relation is not None else None
+        if term is None or (relation is not None and rterm is None):
+            return 0
+
+        def compute() -> int:
+            rows = self._select(degree_query(term, rterm, direction))
+            return int(rows[0]["n"].value) if rows else 0
+
+        return int(self._cached(("deg", entity, relation, direction), compute))
+
+    def has_triple(self, head: str, relation: str, tail: str) -> bool:
+        h, r, t = self._eterm(head), self._rterm(relation), self._eterm(tail)
+        if h is None or r is None or t is None:
+            return False
+        return bool(self._cached(("ask", head, relation, tail), lambda: self._ask(has_triple_query(h, r, t))))
+
+    def all_relations(self) -> list[str]:
+        def compute() -> list[str]:
+            rows = self._select(all_relations_query(self.max_relations))
+            return [self.profile.relation_id(r["r"].value) for r in rows]
+
+        return list(self._cached(("allrels",), compute))
+
+    def iter_labels(self) -> Iterator[tuple[str, str]]:
+        """Every ``(entity id, label)`` pair, one per labelled entity, fetched in pages.
+
+        Entities with no label are not listed (a remote store cannot list them cheaply).
+        """
+        preds = [iri(p) for p in self.profile.label_predicates]
+        rank = {p: i for i, p in enumerate(self.profile.label_predicates)}
+        page_size = self.label_page_size
+        offset = 0
+        current: str | None = None
+        best: tuple[tuple[int, int], str] | None = None
+        while True:
+            rows = self._select(label_page_query(preds, self.profile.label_lang, page_size, offset))
+            for row in rows:
+                e, lab = row["e"].value, row["l"]
+                if e != current:
+                    if current is not None and best is not None:
+                        yield self.profile.entity_id(current), best[1]
+                    current, best = e, None
+                key = (rank.get(row["p"].value, 99), self._lang_rank(lab))
+                if best is None or key < best[0]:
+                    best = (key, lab.value)
+            if len(rows) < page_size:
+                break
+            offset += page_size
+        if current is not None and best is not None:
+            yield self.profile.entity_id(current), best[1]
+
+
+def _copy(tl: TripleList) -> TripleList:
+    return TripleList(tl, truncated=tl.truncated, total=tl.total)
