@@ -216,3 +216,10 @@ def test_langgraph_entry_builds_a_working_graph(kg_file):
         "Splash -> directed_by -> Ron Howard"]
     with pytest.raises(ConfigError, match="valid methods"):
         langgraph_entry.build("no_such_method", {"configurable": {"kg": kg_file, "model": llm}})
+
+
+def test_unreachable_sparql_endpoint_is_one_line():
+    r = run_cli("ask", "who directed [Splash]", "--kg", "http://127.0.0.1:9/sparql", "--topic", "Splash")
+    assert r.returncode == 1, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("kg-agents:")]
+    assert len(lines) == 1 and "http://127.0.0.1:9/sparql" in lines[0] and "Traceback" not in r.stderr
