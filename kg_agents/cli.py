@@ -35,11 +35,15 @@ _RUN_LEVEL = re.compile(r"\b(EndpointError|ModelError)\b")
 
 
 # --------------------------------------------------------------------------- building blocks
-def resolve_model(spec: str) -> Any:
-    """The chat model for ``--model SPEC`` (``local``, ``openai:<model>``, ...)."""
+def resolve_model(spec: str, **options: Any) -> Any:
+    """The chat model for ``--model SPEC`` (``local``, ``openai:<model>``, ...).
+
+    A server (``openai:``) is checked at once, so an unreachable one fails before any question runs.
+    ``options`` go to the model (``max_tokens``).
+    """
     from kg_agents.llm import resolve_chat_model
 
-    return resolve_chat_model(spec)
+    return resolve_chat_model(spec, check=spec.startswith("openai:"), **options)
 
 
 def open_kg_spec(spec: str) -> Any:
@@ -57,10 +61,12 @@ class MethodSetup:
     factory_options: dict[str, Any]
     context_pairs: list[str]
     model_spec: str | None
+    model_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     _model: Any = None
 
     @classmethod
-    def from_args(cls, name: str, settings: Sequence[str], model_spec: str | None) -> MethodSetup:
+    def from_args(cls, name: str, settings: Sequence[str], model_spec: str | None,
+                  max_tokens: int | None = None) -> MethodSetup:
         from kg_agents.graphs.registry import get_method
         from kg_agents.options import keyword_options, parse_options
 
@@ -70,9 +76,8 @@ class MethodSetup:
         mine = [p for p in settings if p.partition("=")[0].strip() in valid]
         rest = [p for p in settings if p.partition("=")[0].strip() not in valid]
         options = parse_options(mine, valid, what=f"method {name!r}")
-        if model_spec is not None and "llm" not in valid:
-            raise ConfigError(f"method {name!r} takes no chat model; drop --model")
-        return cls(name, options, rest, model_spec if "llm" in valid else None)
+        model_options = {"max_tokens": max_tokens} if max_tokens is not None else {}
+        return cls(name, options, rest, model_spec if "llm" in valid else None, model_options)
 
     def build(self, kg: Any) -> Any:
         """Build the graph over ``kg`` (the chat model is resolved once, on first need)."""
@@ -81,7 +86,7 @@ class MethodSetup:
         options = dict(self.factory_options)
         if self.model_spec is not None and "llm" not in options:
             if self._model is None:
-                self._model = resolve_model(self.model_spec)
+                self._model = resolve_model(self.model_spec, **self.model_options)
             options["llm"] = self._model
         return get_method(self.name).load()(kg, **options)
 
@@ -176,9 +181,9 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: Sequence[str],
-         as_json: bool, topic_entities: list[str] | None = None) -> int:
+         as_json: bool, topic_entities: list[str] | None = None, max_tokens: int | None = None) -> int:
     question = _check_question(question)
-    setup = MethodSetup.from_args(method, settings, model or "local")
+    setup = MethodSetup.from_args(method, settings, model, max_tokens)
     kg = open_kg_spec(kg_spec)
     graph = setup.build(kg)
     ctx = setup.context(graph)
@@ -194,12 +199,12 @@ def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     return _ask(args.question, args.method, args.kg, args.model, args.set or [], args.json,
-                args.topic or None)
+                args.topic or None, args.max_tokens)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     print(f"Question: {args.question}  (method {args.method}, MetaQA KG, model {args.model})")
-    return _ask(args.question, args.method, "metaqa", args.model, [], False)
+    return _ask(args.question, args.method, "metaqa", args.model, [], False, max_tokens=args.max_tokens)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -214,37 +219,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError("eval needs --method and --out (or --compare DIR ...)")
     if bool(args.dataset) == bool(args.questions):
         raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
-    from kg_agents.eval.questions import get_dataset_spec, load_questions_file
+    from kg_agents.eval.datasets import get_dataset
 
-    setup = MethodSetup.from_args(args.method, args.set or [], args.model or "local")
+    setup = MethodSetup.from_args(args.method, args.set or [], args.model, args.max_tokens)
     if args.dataset:
-        spec = get_dataset_spec(args.dataset)
-        kg_spec = args.kg or spec.kg
-        questions = spec.load(args.split, args.seed, args.limit)
+        split = args.split or ("dev" if args.dataset == "webqsp-sample" else "validation")
+        ds = get_dataset(args.dataset, split, seed=args.seed, limit=args.limit)
+        if args.kg:
+            ds.kg = args.kg
         dataset = args.dataset
     else:
-        kg_spec = args.kg
-        questions = load_questions_file(args.questions)[: args.limit] if args.limit else \
-            load_questions_file(args.questions)
+        split = args.split or "dev"
+        ds = runner.load_questions_file(args.questions, args.kg, split=split, seed=args.seed,
+                                        limit=args.limit)
         dataset = Path(args.questions).name
-    if not questions:
+    if not len(ds):
         raise ConfigError("no questions to evaluate")
-    if any(not str(q.question).strip() for q in questions):
-        raise DataFormatError(str(args.questions or dataset), None, "a question is empty")
-    kg = open_kg_spec(kg_spec) if kg_spec else None
-    if kg is None and any(getattr(q, "kg", None) is None for q in questions):
-        raise ConfigError("these questions carry no graph of their own: give --kg SPEC")
-    first = setup.build(kg if kg is not None else questions[0].kg)
+    kg0 = ds.kg_for(ds[0])
+    first = setup.build(kg0)  # builds the model and checks --set before any question runs
     context = setup.context(first)
-    built = {id(kg if kg is not None else questions[0].kg): first}
 
-    def build(g: Any) -> Any:
-        return built.pop(id(g), None) or setup.build(g)
+    def build(kg: Any) -> Any:
+        return first if kg is kg0 else setup.build(kg)
 
-    info = {"split": args.split if args.dataset else None, "seed": args.seed, "model": setup.model_spec,
-            "options": sorted(args.set or []), "kg": kg_spec}
+    kg_spec = ds.kg if isinstance(ds.kg, str) or ds.kg is None else getattr(ds.kg, "name", "kg")
+    extra = "".join(f" {k}={v}" for k, v in setup.model_options.items())
+    model = setup.model_spec and setup.model_spec + extra
+    info = {"split": split, "seed": args.seed, "model": model, "options": sorted(args.set or []),
+            "kg": kg_spec}
     summary = asyncio.run(runner.run_eval(
-        questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg=kg,
+        ds.questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg_for=ds.kg_for,
         concurrency=args.concurrency, context=context, run_info=info, progress=not args.no_progress,
     ))
     print(runner.markdown_table([summary]))
@@ -287,7 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     def method_args(sp: argparse.ArgumentParser, *, default_method: str | None) -> None:
         sp.add_argument("--method", default=default_method,
                         help="a registered method (see `kg-agents methods`)")
-        sp.add_argument("--model", default=None, help="chat model: local (default) or openai:<model>")
+        sp.add_argument("--model", default="local",
+                        help="chat model: local (default) or openai:<model> (server URL in $OPENAI_BASE_URL)")
+        sp.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
         sp.add_argument("--set", action="append", metavar="KEY=VALUE",
                         help="a method option (factory keyword or per-run context field); repeatable")
 
@@ -303,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="answer a sample MetaQA question with the local model")
     d.add_argument("--method", default="graph_rag")
     d.add_argument("--model", default="local")
+    d.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
     d.add_argument("--question", default=DEMO_QUESTION)
     d.set_defaults(func=cmd_demo)
 
@@ -311,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
     e.add_argument("--kg", help="the KG for --questions (or to override the dataset's)")
     e.add_argument("--questions", help="a MetaQA-format or JSONL questions file")
-    e.add_argument("--split", default="validation", choices=["train", "validation"])
+    e.add_argument("--split", default=None, choices=["dev", "train", "validation"],
+                   help="default: validation (the seeded 20%%); dev for webqsp-sample and --questions")
     e.add_argument("--limit", type=int, default=None)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--concurrency", type=int, default=1)

@@ -72,3 +72,10 @@ async def test_graph_rag_ainvoke(kg):
 )
 def test_parse_answers(text, want):
     assert parse_answers(text) == want
+
+
+def test_graph_rag_supporting_path_for_a_sentence_answer(kg):
+    llm = FakeListChatModel(responses=["Answer: Splash was directed by Ron Howard"])
+    out = create_graph_rag_graph(kg, llm=llm).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]

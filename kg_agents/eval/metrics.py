@@ -5,14 +5,16 @@ Answer normalisation (one procedure, used everywhere): :func:`normalize_answer` 
 removes the articles *a*, *an*, *the* and collapses whitespace: the ``normalize`` of the RoG/GCR
 evaluation code (itself SQuAD's), plus the underscore rule.
 
-Matching: a prediction matches a gold answer when their normalised forms are **equal**. The papers'
-scripts test containment (gold inside prediction); we use equality so that one long line listing many
-names cannot match every gold answer at once. Metrics per question:
+Matching follows the papers' scripts (RoG/GCR ``match``): a prediction matches a gold answer when
+the normalised gold answer occurs in the normalised prediction, on word boundaries (so "The Son's
+Room was directed by Nanni Moretti" matches "The Son's Room", and "us" does not match "bus"). A
+prediction that names several gold answers matches each of them, but counts once for precision.
+Metrics per question:
 
 - ``hits@1``: the first prediction matches a gold answer (0/1);
 - ``hit``: any prediction matches a gold answer (0/1);
 - ``precision``: share of (distinct, normalised) predictions that match a gold answer;
-- ``recall``: share of (distinct, normalised) gold answers matched by a prediction;
+- ``recall``: share of (distinct) gold answers matched by some prediction;
 - ``f1``: their harmonic mean (0 when both are 0). No prediction: every metric is 0.
 
 Example:
@@ -50,6 +52,17 @@ def _distinct(items: Iterable[str]) -> list[str]:
     return [s for s in dict.fromkeys(normalize_answer(x) for x in items) if s]
 
 
+def answer_matches(prediction: str, gold: str) -> bool:
+    """True when normalised ``gold`` occurs in normalised ``prediction`` on word boundaries.
+
+    Example:
+        >>> answer_matches("The answer is Ron Howard.", "ron howard"), answer_matches("Ron", "Ron Howard")
+        (True, False)
+    """
+    g, p = normalize_answer(gold), normalize_answer(prediction)
+    return bool(g) and f" {g} " in f" {p} "
+
+
 def score_answers(predictions: Sequence[str], golds: Sequence[str]) -> dict[str, float]:
     """Hits@1, Hit, precision, recall and F1 of one question's ranked predictions.
 
@@ -72,18 +85,21 @@ def score_aliased(predictions: Sequence[str], gold_sets: Sequence[Sequence[str]]
     gold answers, not aliases.
     """
     preds = _distinct(predictions)
-    golds = [set(_distinct(aliases)) for aliases in gold_sets]
+    golds = list(dict.fromkeys(frozenset(_distinct(aliases)) for aliases in gold_sets))
     golds = [g for g in golds if g]
     if not preds or not golds:
         return {k: 0.0 for k in METRIC_KEYS}
-    union = set().union(*golds)
-    matched_preds = sum(1 for p in preds if p in union)
-    matched_golds = sum(1 for g in golds if g & set(preds))
+    def hit(p: str, aliases: frozenset[str]) -> bool:
+        return any(f" {a} " in f" {p} " for a in aliases)
+
+    pred_ok = [any(hit(p, g) for g in golds) for p in preds]
+    matched_preds = sum(pred_ok)
+    matched_golds = sum(1 for g in golds if any(hit(p, g) for p in preds))
     precision = matched_preds / len(preds)
     recall = matched_golds / len(golds)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {
-        "hits@1": float(preds[0] in union),
+        "hits@1": float(pred_ok[0]),
         "hit": float(matched_preds > 0),
         "f1": f1,
         "precision": precision,
@@ -118,7 +134,7 @@ def summarize(records: Sequence[Mapping[str, Any]], *, method: str, dataset: str
     questions that finished (None when none did); ``faithful_path_ratio`` pools all returned paths.
 
     Example:
-        >>> r = {"scores": score_answers(["a"], ["a"]), "error": None, "paths_total": 0,
+        >>> r = {"scores": score_answers(["x"], ["x"]), "error": None, "paths_total": 0,
         ...      "paths_faithful": 0, "usage": {"llm_calls": 1}, "seconds": 0.5}
         >>> summarize([r], method="m", dataset="d")["hits@1"]
         1.0

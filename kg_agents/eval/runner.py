@@ -28,7 +28,6 @@ from typing import Any
 
 from kg_agents.errors import ConfigError, EndpointError, ModelError
 from kg_agents.eval.metrics import METRIC_KEYS, score_aliased, summarize
-from kg_agents.eval.questions import gold_sets
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
 
@@ -38,6 +37,37 @@ REPORT = "report.md"
 CHART = "metrics.png"
 RUN_INFO = "run.json"
 _RUN_KEYS = ("method", "dataset", "split", "seed", "model", "options", "kg")
+
+
+def gold_sets(q: Any) -> list[list[str]]:
+    """The gold answers of ``q`` as alias lists.
+
+    PathQuestion questions (``meta["answer"]`` set) list one answer and its aliases, so their
+    ``answers`` form one alias list; otherwise every answer is its own gold answer.
+    """
+    meta = getattr(q, "meta", None) or {}
+    if "answer" in meta:
+        return [list(q.answers)]
+    return [[a] for a in q.answers]
+
+
+def load_questions_file(path: str | Path, kg: Any = None, *, split: str = "dev", seed: int = 0,
+                        limit: int | None = None) -> Any:
+    """A :class:`~kg_agents.eval.datasets.Dataset` from a MetaQA-format or JSONL questions file.
+
+    The format is chosen by the first non-blank character (``{``: JSONL, see
+    :func:`~kg_agents.eval.datasets.load_jsonl_questions`; else MetaQA lines
+    ``question with [topic]<TAB>a1|a2``). ``kg`` is the KG spec the questions are asked over
+    (MetaQA format: default ``"metaqa"``).
+    """
+    from kg_agents.eval.datasets import _read_lines, load_jsonl_questions, load_metaqa_file
+
+    first = next((ln.lstrip() for ln in _read_lines(path) if ln.strip()), "")
+    if first.startswith("{"):
+        if kg is None:
+            raise ConfigError("JSONL questions need --kg SPEC (the KG they are asked over)")
+        return load_jsonl_questions(path, kg=kg, split=split, seed=seed, limit=limit)
+    return load_metaqa_file(path, kg=kg or "metaqa", split=split, seed=seed, limit=limit)
 
 
 def is_run_level_error(exc: BaseException) -> bool:
@@ -111,7 +141,7 @@ async def run_eval(
     method: str,
     dataset: str,
     build_graph: Callable[[Any], Any],
-    kg: Any = None,
+    kg_for: Callable[[Any], Any],
     concurrency: int = 1,
     context: Any = None,
     run_info: dict[str, Any] | None = None,
@@ -120,13 +150,14 @@ async def run_eval(
     """Evaluate a reasoning graph on ``questions``; write the run files into ``out_dir``.
 
     Args:
-        questions: objects with ``id``, ``question``, ``answers`` and optionally ``topic_entities``,
-            ``aliases``, ``kg`` (a per-question KG) and ``qtype`` (see :class:`EvalQuestion`).
+        questions: :class:`~kg_agents.eval.datasets.Question` s (or objects with ``id``, ``question``,
+            ``answers``, ``topic_entities``, and optionally ``kg``, ``qtype``, ``meta``).
         out_dir: the run directory (created; an existing run there is resumed).
         method: the method name (for the summary).
         dataset: the dataset name (for the summary).
         build_graph: ``kg -> compiled graph``; called once per distinct KG.
-        kg: the KG of questions without their own.
+        kg_for: ``question -> KG`` (e.g. :meth:`Dataset.kg_for`); a question with its own graph
+            (``question.kg`` set) gets its own compiled graph.
         concurrency: how many questions run at once.
         context: the graphs' per-run context (``ainvoke(..., context=...)``), or None.
         run_info: what identifies the run (method, dataset, split, seed, model, options, kg); a rerun in
@@ -152,15 +183,14 @@ async def run_eval(
     _repair_tail(pred_path)
     done = {i for i, r in read_predictions(pred_path).items() if not r.get("error")}
     todo = [q for q in questions if q.id not in done]
-    graphs: dict[int, Any] = {}
+    graphs: dict[str, tuple[Any, Any]] = {}
 
     def graph_for(q: Any) -> tuple[Any, Any]:
-        qkg = getattr(q, "kg", None) or kg
-        if qkg is None:
-            raise ConfigError(f"question {q.id!r} has no KG and the run has none")
-        if id(qkg) not in graphs:
-            graphs[id(qkg)] = build_graph(qkg)
-        return graphs[id(qkg)], qkg
+        key = q.id if getattr(q, "kg", None) is not None else "\0shared"
+        if key not in graphs:
+            qkg = kg_for(q)
+            graphs[key] = (build_graph(qkg), qkg)
+        return graphs[key]
 
     async def run_one(q: Any) -> tuple[dict[str, Any], float]:
         graph, _ = graph_for(q)
@@ -185,6 +215,8 @@ async def run_eval(
                 else:
                     result, seconds = res
                     rec = _record(q, result, seconds, graph_for(q)[1])
+                    if q.id in graphs:  # a per-question graph is used once
+                        del graphs[q.id]
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 fh.flush()
                 bar.update(1)
@@ -199,7 +231,13 @@ def write_summary(
     """Compute ``summary.json`` from ``predictions.jsonl`` (for ``questions``); write it, report and chart."""
     out = Path(out_dir)
     preds = read_predictions(out / PREDICTIONS)
-    records = [preds[q.id] for q in questions if q.id in preds]
+    records = []
+    for q in questions:
+        if q.id in preds:
+            rec = dict(preds[q.id])
+            if not rec.get("error"):  # scored again, so the summary always follows metrics.py
+                rec["scores"] = score_aliased(rec.get("predictions") or [], gold_sets(q))
+            records.append(rec)
     summary = summarize(records, method=method, dataset=dataset)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}

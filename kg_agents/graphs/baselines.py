@@ -48,6 +48,16 @@ def default_llm(llm: Any) -> Any:
     return resolve_chat_model("local")
 
 
+def _named_in(label: str, answers: list[str]) -> bool:
+    """True when an answer names ``label`` (the evaluation's match: normalised, on word boundaries).
+
+    Used to pick the supporting paths of a free-text answer ("The Son's Room was directed by ...").
+    """
+    from kg_agents.eval.metrics import answer_matches
+
+    return any(answer_matches(a, label) for a in answers)
+
+
 # --------------------------------------------------------------------------- llm_only
 @dataclass
 class LLMOnlyContext:
@@ -156,11 +166,12 @@ def create_graph_rag_graph(
         msg = invoke_llm(model, template.format_messages(question=state["question"], knowledge=knowledge))
         answers = parse_answers(str(msg.content))[: ctx.max_answers]
         # The supporting paths: 1-hop paths from a topic entity to an answer.
-        wanted = {a.lower() for a in answers}
+        starts = list(state.get("topic_entities") or [])
         paths = []
         for t in triples:
-            for start in state.get("topic_entities") or []:
-                if start in (t.head, t.tail) and mkg.label(t.other(start)).lower() in wanted:
+            for start in starts:
+                if start in (t.head, t.tail) and t.other(start) not in starts and _named_in(
+                        mkg.label(t.other(start)), answers):
                     paths.append(Path.from_triples(start, [t]))
         update = verified_paths_update(mkg, paths)
         update.update({"answers": answers})
@@ -189,19 +200,21 @@ def verbalize(kg: Any, t: Triple) -> str:
 
 
 def _encode(encoder: Any, texts: list[str]) -> Any:
+    """L2-normalised float32 embeddings from an ``Encoder`` (``encoder(texts) -> array``)."""
     import numpy as np
 
-    vecs = encoder.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                          show_progress_bar=False)
-    return np.asarray(vecs, dtype="float32").reshape(len(texts), -1)
+    vecs = np.asarray(encoder(texts), dtype="float32").reshape(len(texts), -1)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms > 0, norms, 1.0)
 
 
 class TripleTextIndex:
     """FAISS inner-product index over the verbalised triples of a whole KG, persisted on disk.
 
-    Built once per (KG fingerprint, encoder) into ``directory`` (default:
-    ``<cache>/text_index/<fingerprint>``): ``triples.faiss`` and ``triples.tsv``. The KG must be able
-    to list its triples (``iter_triples()``, as ``MemoryKG`` does).
+    Built once per (KG, encoder) into ``directory`` (default:
+    ``<cache>/text_index/<kg name>-<fingerprint>[-<encoder name>]``, cache as for the entity index):
+    ``triples.faiss`` and ``triples.tsv``, each written to a temporary file and renamed into place.
+    The KG must be able to list its triples (``iter_triples()``, as ``MemoryKG`` does).
 
     Example:
         >>> idx = TripleTextIndex.open(open_kg("metaqa"), encoder)     # doctest: +SKIP
@@ -223,7 +236,15 @@ class TripleTextIndex:
         from kg_agents.errors import ConfigError
         from kg_agents.llm.local_model import cache_root
 
-        folder = FsPath(directory) if directory else cache_root() / "text_index" / kg.fingerprint()
+        if directory:
+            folder = FsPath(directory)
+        else:
+            from kg_agents.kg.encoder import DEFAULT_ENCODER
+            from kg_agents.kg.index import _safe_name
+
+            name = str(getattr(encoder, "name", DEFAULT_ENCODER))
+            suffix = "" if name == DEFAULT_ENCODER else "-" + _safe_name(name)
+            folder = cache_root() / "text_index" / f"{_safe_name(str(kg.name))}-{kg.fingerprint()}{suffix}"
         fi, ft = folder / "triples.faiss", folder / "triples.tsv"
         if fi.is_file() and ft.is_file():
             with open(ft, encoding="utf-8") as fh:
@@ -237,12 +258,12 @@ class TripleTextIndex:
         index = faiss.IndexFlatIP(vecs.shape[1])
         index.add(vecs)
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = fi.with_suffix(f".tmp{os.getpid()}")
-        faiss.write_index(index, str(tmp))
-        with open(ft.with_suffix(f".tmp{os.getpid()}"), "w", encoding="utf-8") as fh:
+        tmp_i, tmp_t = (folder / f".{f.name}.{os.getpid()}.tmp" for f in (fi, ft))
+        faiss.write_index(index, str(tmp_i))
+        with open(tmp_t, "w", encoding="utf-8") as fh:
             fh.writelines(f"{t.head}\t{t.relation}\t{t.tail}\n" for t in triples)
-        os.replace(ft.with_suffix(f".tmp{os.getpid()}"), ft)
-        os.replace(tmp, fi)
+        os.replace(tmp_t, ft)
+        os.replace(tmp_i, fi)
         return cls(index, triples)
 
     def search(self, query: Any, k: int) -> list[Triple]:
@@ -344,8 +365,8 @@ def create_text_rag_graph(
         kg: the knowledge graph.
         llm: a LangChain chat model (default: the embedded local model).
         index: an ``EntityIndex`` (built on first need when None).
-        encoder: a sentence encoder with ``encode(texts, normalize_embeddings=True, ...)``
-            (default: the shared all-MiniLM-L6-v2, ``kg_agents.kg.encoder.get_sentence_encoder()``).
+        encoder: an ``Encoder`` (``encoder(texts) -> array``; default: the shared all-MiniLM-L6-v2,
+            ``kg_agents.kg.encoder.get_sentence_encoder()``).
         scope: ``"neighborhood"`` (default) or ``"kg"``.
         hops: radius of the neighbourhood, and the longest supporting path.
         fanout_limit: at most this many triples per entity and hop.
@@ -401,9 +422,9 @@ def create_text_rag_graph(
         if scope == "kg":
             if "kg_index" not in cache:
                 cache["kg_index"] = TripleTextIndex.open(mkg.inner, get_encoder(), index_dir)
-            triples = cache["kg_index"].search(q, ctx.top_k)
-            return {"triples": triples, "evidence": [verbalize(mkg, t) for t in triples],
-                    "trace": [{"node": "retrieve", "scope": scope, "retrieved": len(triples)}]}
+            found: list[Triple] = cache["kg_index"].search(q, ctx.top_k)
+            return {"triples": found, "evidence": [verbalize(mkg, t) for t in found],
+                    "trace": [{"node": "retrieve", "scope": scope, "retrieved": len(found)}]}
         candidates, cut = _neighbourhood(mkg, ents, hops, fanout_limit, max_candidates)
         texts = [verbalize(mkg, t) for t in candidates]
         triples: list[Triple] = []
@@ -427,10 +448,10 @@ def create_text_rag_graph(
         knowledge = "\n".join(verbalize(mkg, t) for t in triples) or "(none)"
         msg = invoke_llm(model, template.format_messages(question=state["question"], knowledge=knowledge))
         answers = parse_answers(str(msg.content))[: ctx.max_answers]
-        wanted = {a.lower() for a in answers}
-        ents = {e for t in triples for e in (t.head, t.tail)}
-        targets = {e for e in ents if mkg.label(e).lower() in wanted}
-        paths = _support_paths(list(state.get("topic_entities") or []), triples, targets, hops)
+        starts = list(state.get("topic_entities") or [])
+        ents = {e for t in triples for e in (t.head, t.tail)} - set(starts)
+        targets = {e for e in ents if _named_in(mkg.label(e), answers)}
+        paths = _support_paths(starts, triples, targets, hops)
         update = verified_paths_update(mkg, paths)
         update["answers"] = answers
         update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]

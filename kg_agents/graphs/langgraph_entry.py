@@ -3,7 +3,7 @@
 One factory per method, each taking the ``RunnableConfig`` that the LangGraph server passes and
 building the method over the bundled MetaQA KG (``open_kg("metaqa")``) and the embedded local chat model.
 ``config["configurable"]`` may override them: ``kg`` (an ``open_kg`` spec) and ``model`` (a
-``resolve_chat_model`` spec). The server brings its own checkpointer, so none is passed here.
+``resolve_chat_model`` spec or a chat model). The server brings its own checkpointer, so none is passed here.
 
 A method that is not registered (its branch not merged yet) raises ``ConfigError`` listing the valid ones.
 
@@ -37,7 +37,7 @@ def build(method: str, config: RunnableConfig | None = None) -> Any:
     if "llm" in keyword_options(spec.load()):
         from kg_agents.llm import resolve_chat_model
 
-        options["llm"] = resolve_chat_model(str(conf.get("model", "local")))
+        options["llm"] = resolve_chat_model(conf.get("model", "local"))
     return spec.load()(kg, **options)
 
 

@@ -60,7 +60,7 @@ def resolve_entities(kg: KnowledgeGraph, index: Any, names: Iterable[str]) -> tu
 
 def make_link_entities_node(
     kg: KnowledgeGraph, index: Any | Callable[[], Any] | None = None, *, name: str = "link_entities"
-) -> Callable[..., dict[str, Any]]:
+) -> Callable[[ReasoningState], dict[str, Any]]:
     """Build the ``link_entities`` node.
 
     Given ``topic_entities`` (ids or labels) are resolved; otherwise the question's entities are
@@ -91,10 +91,8 @@ def make_link_entities_node(
         try:
             if given:
                 ids, unknown = resolve_entities(kg, get_index() if _needs_index(kg, given) else None, given)
-                update: dict[str, Any] = {
-                    "topic_entities": ids,
-                    "trace": [{"node": name, "given": list(given), "linked": ids, "unknown": unknown}],
-                }
+                step = {"node": name, "given": list(given), "linked": ids, "unknown": unknown}
+                update: dict[str, Any] = {"topic_entities": ids, "trace": [step]}
                 if unknown:
                     update["errors"] = [f"{name}: unknown topic entities {unknown}"]
                 if not ids:

@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kg_agents import cli
+from kg_agents.errors import EndpointError
+from kg_agents.eval.metrics import SUMMARY_KEYS
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.train import register_trainer, unregister_trainer
+from tests.scripted import KeyedChat
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Penny Marshall"}
+
+
+@pytest.fixture
+def kg_file(tmp_path):
+    f = tmp_path / "kb.tsv"
+    f.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+    return str(f)
+
+
+@pytest.fixture
+def chat(monkeypatch):
+    llm = KeyedChat(script=SCRIPT, calls=[])
+    seen: list[str] = []
+
+    def fake_resolve(spec, **options):
+        seen.append(spec)
+        return llm
+
+    monkeypatch.setattr(cli, "resolve_model", fake_resolve)
+    llm.resolved = seen
+    return llm
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "kg_agents.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+
+
+def test_methods_lists_one_line_each(capsys):
+    assert cli.main(["methods"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    names = [ln.split()[0] for ln in lines]
+    assert {"llm_only", "graph_rag", "text_rag"} <= set(names) and names == sorted(names)
+
+
+def test_ask_json_output_contract(capsys, chat, kg_file):
+    rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--topic", "Splash", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answers"] == ["Ron Howard"]
+    assert out["paths"] == ["Splash -> directed_by -> Ron Howard"]
+    assert out["usage"]["llm_calls"] == 1 and {"evidence", "errors", "trace"} <= set(out)
+    assert chat.resolved == ["local"]
+
+
+def test_ask_text_output(capsys, chat, kg_file):
+    assert cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--topic", "Splash"]) == 0
+    text = capsys.readouterr().out
+    assert "Ron Howard" in text and "Splash -> directed_by -> Ron Howard" in text and "1 LLM calls" in text
+
+
+def test_ask_set_factory_and_context_options(capsys, chat, kg_file):
+    rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--topic", "Splash", "--json",
+                   "--set", "fanout_limit=1", "--set", "max_triples=1"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    retrieve = next(t for t in out["trace"] if t["node"] == "retrieve")
+    assert retrieve["triples"] == 1
+
+
+@pytest.mark.parametrize("setting,msg", [
+    ("beam_size=5", "unknown option 'beam_size' for method 'graph_rag'; valid options: fanout_limit, index, "
+                    "llm, max_answers, max_triples, prompt"),
+    ("fanout_limit=many", "option fanout_limit: 'many' is not an int"),
+    ("max_triples", "expected KEY=VALUE"),
+])
+def test_ask_bad_set(capsys, chat, kg_file, setting, msg):
+    rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--set", setting])
+    assert rc == 2
+    assert msg in capsys.readouterr().err
+    assert chat.calls == []
+
+
+def test_text_rag_options_are_typed(capsys, chat, kg_file):
+    rc = cli.main(["ask", "who directed [Splash]", "--method", "text_rag", "--kg", kg_file,
+                   "--set", "scope=web"])
+    assert rc == 2 and "'web' is not one of neighborhood, kg" in capsys.readouterr().err
+
+
+def test_empty_question_rejected_before_any_model(capsys, monkeypatch):
+    def boom(spec, **options):
+        raise AssertionError("model resolved for an empty question")
+
+    monkeypatch.setattr(cli, "resolve_model", boom)
+    assert cli.main(["ask", "   "]) == 2
+    assert "empty question" in capsys.readouterr().err
+
+
+def test_endpoint_error_is_one_line(capsys, chat, monkeypatch):
+    def unreachable(spec):
+        raise EndpointError(spec, "connection refused")
+
+    monkeypatch.setattr(cli, "open_kg_spec", unreachable)
+    assert cli.main(["ask", "who directed [Splash]", "--kg", "http://127.0.0.1:9/sparql"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "http://127.0.0.1:9/sparql" in err and "Traceback" not in err
+
+
+def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file):
+    qf = tmp_path / "qs.txt"
+    qf.write_text("who directed [Splash]\tRon Howard\nwho directed [Big]\tPenny Marshall\n")
+    out = tmp_path / "run"
+    args = ["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf), "--out", str(out),
+            "--no-progress", "--concurrency", "2"]
+    assert cli.main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert tuple(summary) == SUMMARY_KEYS and summary["n"] == 2 and summary["hits@1"] == 1.0
+    assert summary["dataset"] == "qs.txt" and (out / "metrics.png").is_file()
+    n_calls = len(chat.calls)
+    assert cli.main(args) == 0  # resumed: nothing left to ask
+    assert len(chat.calls) == n_calls
+    out2 = tmp_path / "run2"
+    args2 = ["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf), "--out", str(out2),
+             "--no-progress", "--set", "max_triples=0"]
+    assert cli.main(args2) == 0
+    capsys.readouterr()
+    chart = tmp_path / "cmp.png"
+    assert cli.main(["eval", "--compare", str(out), str(out2), "--chart", str(chart)]) == 0
+    table = capsys.readouterr().out
+    assert table.count("| graph_rag |") == 2 and chart.is_file()
+
+
+def test_eval_bad_input(capsys, chat):
+    assert cli.main(["eval", "--method", "graph_rag", "--dataset", "nope", "--out", "x"]) == 2
+    assert "valid: metaqa-1hop" in capsys.readouterr().err
+    assert cli.main(["eval", "--method", "nope", "--dataset", "metaqa-1hop", "--out", "x"]) == 2
+    assert "valid methods:" in capsys.readouterr().err
+    assert cli.main(["eval", "--method", "graph_rag", "--out", "x"]) == 2
+    assert "exactly one of --dataset" in capsys.readouterr().err
+
+
+def toy_trainer(*, steps: int = 1, name: str = "toy") -> dict[str, object]:
+    """A trainer for the registry test: returns what it was given."""
+    return {"steps": steps, "name": name}
+
+
+def test_train_registry(capsys):
+    register_trainer("toy", "tests.test_cli:toy_trainer", "a toy trainer")
+    try:
+        assert cli.main(["train"]) == 0
+        assert "toy  a toy trainer" in capsys.readouterr().out
+        assert cli.main(["train", "toy", "--set", "steps=3"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"steps": 3, "name": "toy"}
+        assert cli.main(["train", "toy", "--set", "epochs=3"]) == 2
+        assert "valid options: name, steps" in capsys.readouterr().err
+    finally:
+        unregister_trainer("toy")
+    assert cli.main(["train", "toy"]) == 2
+    assert "unknown trainer 'toy'" in capsys.readouterr().err
+
+
+def test_subprocess_exit_codes_without_traceback():
+    r = run_cli("ask", "")
+    assert r.returncode == 2 and "empty question" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("ask", "who directed [Splash]", "--method", "nope")
+    assert r.returncode == 2 and "valid methods: " in r.stderr and "graph_rag" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_cli("methods")
+    assert r.returncode == 0 and "text_rag" in r.stdout
+
+
+def test_langgraph_json_exposes_every_registered_method():
+    from kg_agents.graphs import langgraph_entry
+    from kg_agents.graphs.registry import list_methods
+
+    conf = json.loads((ROOT / "langgraph.json").read_text())
+    graphs = conf["graphs"]
+    for m in list_methods():
+        assert m.name in graphs, f"{m.name} is registered but not in langgraph.json"
+    for name, target in graphs.items():
+        path, _, attr = target.partition(":")
+        assert (ROOT / path).is_file() and callable(getattr(langgraph_entry, attr)), name
+
+
+def test_unreachable_model_server_is_one_line(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    for cmd in (["ask", "who directed [Splash]", "--method", "llm_only"],
+                ["eval", "--method", "llm_only", "--dataset", "pathquestion-pq-2h", "--limit", "2",
+                 "--out", str(tmp_path / "run")]):
+        r = subprocess.run([sys.executable, "-m", "kg_agents.cli", *cmd, "--model", "openai:smollm2"],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.strip().count("\n") == 0 and "http://127.0.0.1:9/v1" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_langgraph_entry_builds_a_working_graph(kg_file):
+    from kg_agents.errors import ConfigError
+    from kg_agents.graphs import langgraph_entry
+
+    llm = KeyedChat(script=SCRIPT, calls=[])
+    graph = langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
+    out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Ron Howard"] and [p.to_text() for p in out["paths"]] == [
+        "Splash -> directed_by -> Ron Howard"]
+    with pytest.raises(ConfigError, match="valid methods"):
+        langgraph_entry.build("no_such_method", {"configurable": {"kg": kg_file, "model": llm}})
+
+
+def test_unreachable_sparql_endpoint_is_one_line():
+    r = run_cli("ask", "who directed [Splash]", "--kg", "http://127.0.0.1:9/sparql", "--topic", "Splash")
+    assert r.returncode == 1, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("kg-agents:")]
+    assert len(lines) == 1 and "http://127.0.0.1:9/sparql" in lines[0] and "Traceback" not in r.stderr
