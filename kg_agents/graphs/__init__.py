@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kg_agents.graphs.knowledge_navigator import KnowledgeNavigatorContext, create_knowledge_navigator_graph
 from kg_agents.graphs.registry import create_graph, get_method, list_methods, register_method
 from kg_agents.graphs.state import (
     MeteredKG,
@@ -14,12 +15,14 @@ from kg_agents.graphs.state import (
 )
 
 __all__ = [
+    "KnowledgeNavigatorContext",
     "MeteredKG",
     "ReasoningInput",
     "ReasoningOutput",
     "ReasoningState",
     "Usage",
     "create_graph",
+    "create_knowledge_navigator_graph",
     "get_method",
     "invoke_llm",
     "list_methods",

@@ -76,3 +76,6 @@ register_method("graph_rag", "kg_agents.graphs.baselines:create_graph_rag_graph"
                 "1-hop neighbourhood of the topic entities as context (baseline)")
 register_method("text_rag", "kg_agents.graphs.baselines:create_text_rag_graph",
                 "FAISS retrieval over verbalised triples as context (baseline)")
+register_method("knowledge_navigator",
+                "kg_agents.graphs.knowledge_navigator:create_knowledge_navigator_graph",
+                "KnowledgeNavigator: predicted hops, similar questions, relation vote, templated knowledge")
