@@ -25,7 +25,10 @@ from kg_agents.kg.base import Triple
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 
 Q = "who directed the films written by [Babaloo Mandel]"
-VARIANTS = "1. which directors made the movies written by [Babaloo Mandel]?\n2. name the directors of [Babaloo Mandel] films"
+VARIANTS = (
+    "1. which directors made the movies written by [Babaloo Mandel]?\n"
+    "2. name the directors of [Babaloo Mandel] films"
+)
 
 
 @pytest.fixture
