@@ -257,7 +257,7 @@ def fit_softmax_head(
 def train_hop_classifier(
     *,
     out_dir: str | Path | None = None,
-    hops: Sequence[int] = (1, 2, 3),
+    hops: tuple[int, ...] = (1, 2, 3),
     seed: int = 0,
     limit_per_hop: int | None = 4000,
     epochs: int = 300,
