@@ -1,21 +1,357 @@
-"""The ``kg-agents`` command."""
+"""The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``demo``, ``train``, ``version``.
+
+Examples::
+
+    kg-agents methods
+    kg-agents ask "who directed [Splash]" --method graph_rag --json
+    kg-agents ask "who directed [Splash]" --method graph_rag --set max_triples=30
+    kg-agents eval --method graph_rag --dataset metaqa-1hop --limit 50 --out runs/graph_rag-1hop
+    kg-agents eval --compare runs/llm_only-1hop runs/graph_rag-1hop --chart compare.png
+    kg-agents train dualr --set epochs=3
+
+``--set KEY=VALUE`` (repeatable) sets one of the method's factory options or a field of its per-run
+context, typed from the annotation; an unknown key is an error listing the valid ones. Errors a user
+can act on (unknown names, bad values, unreachable servers) print one line and exit non-zero:
+2 for a bad command line or input file, 1 for a failure while running.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
+import json
+import re
 import sys
+import typing
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kg_agents.errors import ConfigError, DataFormatError, KGAgentsError, KGError, ModelError
+
+DEMO_QUESTION = "who directed [Splash]"
+_RUN_LEVEL = re.compile(r"\b(EndpointError|ModelError)\b")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kg-agents", description=__doc__)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("version", help="print the version")
-    args = parser.parse_args(argv)
-    if args.cmd == "version":
-        from kg_agents import __version__
+# --------------------------------------------------------------------------- building blocks
+def resolve_model(spec: str) -> Any:
+    """The chat model for ``--model SPEC`` (``local``, ``openai:<model>``, ...)."""
+    from kg_agents.llm import resolve_chat_model
 
-        print(__version__)
+    return resolve_chat_model(spec)
+
+
+def open_kg_spec(spec: str) -> Any:
+    """The knowledge graph for ``--kg SPEC`` (a bundled name, a triples file or a SPARQL URL)."""
+    from kg_agents.kg import open_kg
+
+    return open_kg(spec)
+
+
+@dataclasses.dataclass
+class MethodSetup:
+    """A method with its command-line settings split into factory options and per-run context."""
+
+    name: str
+    factory_options: dict[str, Any]
+    context_pairs: list[str]
+    model_spec: str | None
+    _model: Any = None
+
+    @classmethod
+    def from_args(cls, name: str, settings: Sequence[str], model_spec: str | None) -> MethodSetup:
+        from kg_agents.graphs.registry import get_method
+        from kg_agents.options import keyword_options, parse_options
+
+        spec = get_method(name)
+        valid = keyword_options(spec.load())
+        valid.pop("checkpointer", None)
+        mine = [p for p in settings if p.partition("=")[0].strip() in valid]
+        rest = [p for p in settings if p.partition("=")[0].strip() not in valid]
+        options = parse_options(mine, valid, what=f"method {name!r}")
+        if model_spec is not None and "llm" not in valid:
+            raise ConfigError(f"method {name!r} takes no chat model; drop --model")
+        return cls(name, options, rest, model_spec if "llm" in valid else None)
+
+    def build(self, kg: Any) -> Any:
+        """Build the graph over ``kg`` (the chat model is resolved once, on first need)."""
+        from kg_agents.graphs.registry import get_method
+
+        options = dict(self.factory_options)
+        if self.model_spec is not None and "llm" not in options:
+            if self._model is None:
+                self._model = resolve_model(self.model_spec)
+            options["llm"] = self._model
+        return get_method(self.name).load()(kg, **options)
+
+    def context(self, graph: Any) -> Any:
+        """The per-run context from the settings that are not factory options (None when none)."""
+        from kg_agents.graphs.registry import get_method
+        from kg_agents.options import keyword_options, parse_options
+
+        schema = getattr(graph, "context_schema", None)
+        fields = _context_fields(schema)
+        if not self.context_pairs:
+            return None
+        unknown = [p.partition("=")[0].strip() for p in self.context_pairs
+                   if p.partition("=")[0].strip() not in fields]
+        if unknown:
+            factory = set(keyword_options(get_method(self.name).load())) - {"checkpointer"}
+            valid = sorted(factory | set(fields))
+            raise ConfigError(f"unknown option {unknown[0]!r} for method {self.name!r}; "
+                              f"valid options: {', '.join(valid)}")
+        values = parse_options(self.context_pairs, fields)
+        return schema(**values) if schema is not None else values
+
+
+def _context_fields(schema: Any) -> dict[str, Any]:
+    if schema is None:
+        return {}
+    try:
+        hints = typing.get_type_hints(schema)
+    except (NameError, TypeError):
+        hints = {}
+    if dataclasses.is_dataclass(schema):
+        return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(schema)}
+    return dict(hints)
+
+
+def _check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise ConfigError("empty question: give the question text")
+    return question.strip()
+
+
+def _raise_run_level(errors: Sequence[str]) -> None:
+    for e in errors:
+        if _RUN_LEVEL.search(e):
+            raise (ModelError if "ModelError" in e else KGError)(e)
+
+
+def output_to_json(out: dict[str, Any], question: str) -> dict[str, Any]:
+    """The output contract as JSON-able data (paths as ``e0 -> r1 -> e1`` text)."""
+    return {
+        "question": question,
+        "topic_entities": out.get("topic_entities"),
+        "answers": list(out.get("answers") or []),
+        "paths": [p.to_text() for p in out.get("paths") or []],
+        "evidence": list(out.get("evidence") or []),
+        "usage": dict(out.get("usage") or {}),
+        "errors": list(out.get("errors") or []),
+        "trace": _jsonable(out.get("trace") or []),
+    }
+
+
+def _jsonable(x: Any) -> Any:
+    return json.loads(json.dumps(x, default=lambda o: o.to_text() if hasattr(o, "to_text") else str(o)))
+
+
+def _print_answer(out: dict[str, Any], kg: Any) -> None:
+    answers = out.get("answers") or []
+    print("Answers:" if answers else "Answers: (none)")
+    for a in answers:
+        print(f"  {a}")
+    paths = out.get("paths") or []
+    print("Reasoning paths:" if paths else "Reasoning paths: (none)")
+    for p in paths:
+        print(f"  {p.to_text(label=kg.label) if kg is not None else p.to_text()}")
+    u = out.get("usage") or {}
+    print(f"Usage: {u.get('llm_calls', 0)} LLM calls, {u.get('input_tokens', 0)} input / "
+          f"{u.get('output_tokens', 0)} output tokens, {u.get('kg_calls', 0)} KG calls, "
+          f"{float(u.get('seconds', 0.0)):.2f} s")
+    for e in out.get("errors") or []:
+        print(f"Note: {e}")
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_methods(args: argparse.Namespace) -> int:
+    from kg_agents.graphs.registry import list_methods
+
+    methods = list_methods()
+    width = max((len(m.name) for m in methods), default=0)
+    for m in methods:
+        print(f"{m.name.ljust(width)}  {m.description}")
     return 0
+
+
+def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: Sequence[str],
+         as_json: bool, topic_entities: list[str] | None = None) -> int:
+    question = _check_question(question)
+    setup = MethodSetup.from_args(method, settings, model or "local")
+    kg = open_kg_spec(kg_spec)
+    graph = setup.build(kg)
+    ctx = setup.context(graph)
+    inp = {"question": question, "topic_entities": topic_entities}
+    out = graph.invoke(inp, context=ctx) if ctx is not None else graph.invoke(inp)
+    _raise_run_level(out.get("errors") or [])
+    if as_json:
+        print(json.dumps(output_to_json(out, question), indent=2, ensure_ascii=False))
+    else:
+        _print_answer(out, kg)
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    return _ask(args.question, args.method, args.kg, args.model, args.set or [], args.json,
+                args.topic or None)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    print(f"Question: {args.question}  (method {args.method}, MetaQA KG, model {args.model})")
+    return _ask(args.question, args.method, "metaqa", args.model, [], False)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from kg_agents.eval import runner
+
+    if args.compare:
+        table, chart = runner.compare_runs(args.compare, args.chart)
+        print(table)
+        print(f"chart: {chart}")
+        return 0
+    if not args.method or not args.out:
+        raise ConfigError("eval needs --method and --out (or --compare DIR ...)")
+    if bool(args.dataset) == bool(args.questions):
+        raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
+    from kg_agents.eval.questions import get_dataset_spec, load_questions_file
+
+    setup = MethodSetup.from_args(args.method, args.set or [], args.model or "local")
+    if args.dataset:
+        spec = get_dataset_spec(args.dataset)
+        kg_spec = args.kg or spec.kg
+        questions = spec.load(args.split, args.seed, args.limit)
+        dataset = args.dataset
+    else:
+        kg_spec = args.kg
+        questions = load_questions_file(args.questions)[: args.limit] if args.limit else \
+            load_questions_file(args.questions)
+        dataset = Path(args.questions).name
+    if not questions:
+        raise ConfigError("no questions to evaluate")
+    if any(not str(q.question).strip() for q in questions):
+        raise DataFormatError(str(args.questions or dataset), None, "a question is empty")
+    kg = open_kg_spec(kg_spec) if kg_spec else None
+    if kg is None and any(getattr(q, "kg", None) is None for q in questions):
+        raise ConfigError("these questions carry no graph of their own: give --kg SPEC")
+    first = setup.build(kg if kg is not None else questions[0].kg)
+    context = setup.context(first)
+    built = {id(kg if kg is not None else questions[0].kg): first}
+
+    def build(g: Any) -> Any:
+        return built.pop(id(g), None) or setup.build(g)
+
+    info = {"split": args.split if args.dataset else None, "seed": args.seed, "model": setup.model_spec,
+            "options": sorted(args.set or []), "kg": kg_spec}
+    summary = asyncio.run(runner.run_eval(
+        questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg=kg,
+        concurrency=args.concurrency, context=context, run_info=info, progress=not args.no_progress,
+    ))
+    print(runner.markdown_table([summary]))
+    print(f"wrote {Path(args.out) / runner.SUMMARY}, {runner.PREDICTIONS}, {runner.REPORT}, {runner.CHART}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from kg_agents.train import get_trainer, list_trainers, run_trainer
+
+    if not args.what:
+        trainers = list_trainers()
+        if not trainers:
+            print("no trainers registered")
+        for t in trainers:
+            print(f"{t.name}  {t.description}")
+        return 0
+    get_trainer(args.what)
+    result = run_trainer(args.what, args.set or [])
+    print(json.dumps(_jsonable(result), indent=2))
+    return 0
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    from kg_agents import __version__
+
+    print(__version__)
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kg-agents`` argument parser."""
+    p = argparse.ArgumentParser(prog="kg-agents", description="Faithful LLM reasoning over knowledge graphs.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    sub.add_parser("version", help="print the version").set_defaults(func=cmd_version)
+    sub.add_parser("methods", help="list the registered reasoning methods").set_defaults(func=cmd_methods)
+
+    def method_args(sp: argparse.ArgumentParser, *, default_method: str | None) -> None:
+        sp.add_argument("--method", default=default_method,
+                        help="a registered method (see `kg-agents methods`)")
+        sp.add_argument("--model", default=None, help="chat model: local (default) or openai:<model>")
+        sp.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="a method option (factory keyword or per-run context field); repeatable")
+
+    a = sub.add_parser("ask", help="answer one question")
+    a.add_argument("question")
+    method_args(a, default_method="graph_rag")
+    a.add_argument("--kg", default="metaqa",
+                   help="bundled name, triples file or SPARQL URL (default: metaqa)")
+    a.add_argument("--topic", action="append", metavar="ENTITY", help="a topic entity (else linked)")
+    a.add_argument("--json", action="store_true", help="print the output contract as JSON")
+    a.set_defaults(func=cmd_ask)
+
+    d = sub.add_parser("demo", help="answer a sample MetaQA question with the local model")
+    d.add_argument("--method", default="graph_rag")
+    d.add_argument("--model", default="local")
+    d.add_argument("--question", default=DEMO_QUESTION)
+    d.set_defaults(func=cmd_demo)
+
+    e = sub.add_parser("eval", help="evaluate a method on a dataset, or --compare runs")
+    method_args(e, default_method=None)
+    e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
+    e.add_argument("--kg", help="the KG for --questions (or to override the dataset's)")
+    e.add_argument("--questions", help="a MetaQA-format or JSONL questions file")
+    e.add_argument("--split", default="validation", choices=["train", "validation"])
+    e.add_argument("--limit", type=int, default=None)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--concurrency", type=int, default=1)
+    e.add_argument("--out", help="the run directory (a rerun resumes it)")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument("--compare", nargs="+", metavar="DIR", help="compare finished runs instead")
+    e.add_argument("--chart", default="compare.png", help="chart file for --compare (default: compare.png)")
+    e.set_defaults(func=cmd_eval)
+
+    t = sub.add_parser("train", help="train a component (run without a name to list trainers)")
+    t.add_argument("what", nargs="?")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="a trainer option; repeatable")
+    t.set_defaults(func=cmd_train)
+    return p
+
+
+def _endpoint_hint(exc: BaseException) -> str:
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    return f" ({url})" if url is not None and str(url) not in str(exc) else ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; return the exit status (0 ok, 1 failure while running, 2 bad input)."""
+    from kg_agents.eval.runner import is_run_level_error
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ConfigError, DataFormatError, FileNotFoundError) as exc:
+        print(f"kg-agents: error: {exc}", file=sys.stderr)
+        return 2
+    except KGAgentsError as exc:
+        print(f"kg-agents: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if not is_run_level_error(exc):
+            raise
+        print(f"kg-agents: error: {type(exc).__name__}: {exc}{_endpoint_hint(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

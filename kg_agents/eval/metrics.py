@@ -1,0 +1,140 @@
+"""Evaluation metrics as pure functions.
+
+Answer normalisation (one procedure, used everywhere): :func:`normalize_answer` lowercases, turns
+``_`` into a space (PathQuestion and Freebase ids write ``united_kingdom``), deletes punctuation,
+removes the articles *a*, *an*, *the* and collapses whitespace: the ``normalize`` of the RoG/GCR
+evaluation code (itself SQuAD's), plus the underscore rule.
+
+Matching: a prediction matches a gold answer when their normalised forms are **equal**. The papers'
+scripts test containment (gold inside prediction); we use equality so that one long line listing many
+names cannot match every gold answer at once. Metrics per question:
+
+- ``hits@1``: the first prediction matches a gold answer (0/1);
+- ``hit``: any prediction matches a gold answer (0/1);
+- ``precision``: share of (distinct, normalised) predictions that match a gold answer;
+- ``recall``: share of (distinct, normalised) gold answers matched by a prediction;
+- ``f1``: their harmonic mean (0 when both are 0). No prediction: every metric is 0.
+
+Example:
+    >>> score_answers(["Ron Howard", "Tom Hanks"], ["ron howard"])["f1"]
+    0.6666666666666666
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+_PUNCT = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+METRIC_KEYS = ("hits@1", "hit", "f1", "precision", "recall")
+
+
+def normalize_answer(text: str) -> str:
+    """Normalise an answer for matching (see the module docstring).
+
+    Example:
+        >>> normalize_answer("The  United_Kingdom!")
+        'united kingdom'
+    """
+    s = str(text).lower().replace("_", " ")
+    s = s.translate(_PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _distinct(items: Iterable[str]) -> list[str]:
+    return [s for s in dict.fromkeys(normalize_answer(x) for x in items) if s]
+
+
+def score_answers(predictions: Sequence[str], golds: Sequence[str]) -> dict[str, float]:
+    """Hits@1, Hit, precision, recall and F1 of one question's ranked predictions.
+
+    Args:
+        predictions: the method's answers, best first.
+        golds: the gold answers (aliases may be listed as separate golds; see :func:`score_aliased`).
+
+    Example:
+        >>> s = score_answers(["Big", "Splash"], ["splash"])
+        >>> s["hits@1"], s["hit"]
+        (0.0, 1.0)
+    """
+    return score_aliased(predictions, [[g] for g in golds])
+
+
+def score_aliased(predictions: Sequence[str], gold_sets: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Like :func:`score_answers`, with each gold answer given as a list of aliases.
+
+    A prediction matches a gold answer when it equals (normalised) any of its aliases; recall counts
+    gold answers, not aliases.
+    """
+    preds = _distinct(predictions)
+    golds = [set(_distinct(aliases)) for aliases in gold_sets]
+    golds = [g for g in golds if g]
+    if not preds or not golds:
+        return {k: 0.0 for k in METRIC_KEYS}
+    union = set().union(*golds)
+    matched_preds = sum(1 for p in preds if p in union)
+    matched_golds = sum(1 for g in golds if g & set(preds))
+    precision = matched_preds / len(preds)
+    recall = matched_golds / len(golds)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "hits@1": float(preds[0] in union),
+        "hit": float(matched_preds > 0),
+        "f1": f1,
+        "precision": precision,
+        "recall": recall,
+    }
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    """Mean of the non-None values; None when there are none."""
+    vals = [float(v) for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def faithful_ratio(faithful: int, total: int) -> float | None:
+    """Share of returned paths found in the KG; None when no path was returned."""
+    return faithful / total if total else None
+
+
+SUMMARY_KEYS = (
+    "method", "dataset", "n", "errors", "hits@1", "hit", "f1", "precision", "recall",
+    "faithful_path_ratio", "avg_llm_calls", "avg_input_tokens", "avg_output_tokens", "avg_kg_calls",
+    "avg_seconds",
+)
+
+
+def summarize(records: Sequence[Mapping[str, Any]], *, method: str, dataset: str) -> dict[str, Any]:
+    """The ``summary.json`` of a run from its prediction records (lines of ``predictions.jsonl``).
+
+    Each record has ``scores`` (the metric dict, all 0 for a question that raised), ``error`` (None
+    or the exception text), ``paths_total``/``paths_faithful`` and ``usage``. Quality metrics average
+    over all ``n`` questions (a question that raised counts as wrong); usage averages over the
+    questions that finished (None when none did); ``faithful_path_ratio`` pools all returned paths.
+
+    Example:
+        >>> r = {"scores": score_answers(["a"], ["a"]), "error": None, "paths_total": 0,
+        ...      "paths_faithful": 0, "usage": {"llm_calls": 1}, "seconds": 0.5}
+        >>> summarize([r], method="m", dataset="d")["hits@1"]
+        1.0
+    """
+    n = len(records)
+    done = [r for r in records if not r.get("error")]
+    out: dict[str, Any] = {"method": method, "dataset": dataset, "n": n, "errors": n - len(done)}
+    for k in METRIC_KEYS:
+        out[k] = (sum(float(r["scores"][k]) for r in records) / n) if n else None
+    out["faithful_path_ratio"] = faithful_ratio(
+        sum(int(r.get("paths_faithful", 0)) for r in records),
+        sum(int(r.get("paths_total", 0)) for r in records),
+    )
+    for key, field in (("avg_llm_calls", "llm_calls"), ("avg_input_tokens", "input_tokens"),
+                       ("avg_output_tokens", "output_tokens"), ("avg_kg_calls", "kg_calls")):
+        out[key] = mean((r.get("usage") or {}).get(field, 0) for r in done) if done else None
+    out["avg_seconds"] = mean(r.get("seconds") for r in done) if done else None
+    assert tuple(out) == SUMMARY_KEYS
+    return out

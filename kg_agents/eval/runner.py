@@ -1,0 +1,301 @@
+"""The evaluation runner: questions in; ``predictions.jsonl``, ``summary.json``, ``report.md``, a chart out.
+
+- Questions run concurrently through ``abatch_as_completed`` (at most ``concurrency`` at once); each
+  finished question is appended to ``predictions.jsonl`` at once (one line, flushed), so an interrupted
+  run loses nothing and a rerun with the same ``out_dir`` skips the questions already there.
+- A question that raised is recorded with its error, counts as wrong, and the run goes on; it is tried
+  again on a rerun. An error that concerns the whole run (the model server or KG endpoint is
+  unreachable: :class:`~kg_agents.errors.EndpointError`, :class:`~kg_agents.errors.ModelError`, a
+  connection error) stops the run instead, so that it can be resumed once the server is back.
+- Every returned path is checked again here against the question's KG (``faithful_path_ratio``).
+- ``summary.json`` is computed from ``predictions.jsonl`` only (:func:`kg_agents.eval.metrics.summarize`).
+
+Example:
+    >>> import asyncio                                                        # doctest: +SKIP
+    >>> qs = load_dataset("metaqa-1hop", limit=5)                             # doctest: +SKIP
+    >>> asyncio.run(run_eval(qs, "runs/x", method="graph_rag", dataset="metaqa-1hop",
+    ...                      build_graph=lambda kg: create_graph("graph_rag", kg), kg=open_kg("metaqa")))
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kg_agents.errors import ConfigError, EndpointError, ModelError
+from kg_agents.eval.metrics import METRIC_KEYS, score_aliased, summarize
+from kg_agents.eval.questions import gold_sets
+from kg_agents.kg.base import Path as KGPath
+from kg_agents.kg.base import verify_path
+
+PREDICTIONS = "predictions.jsonl"
+SUMMARY = "summary.json"
+REPORT = "report.md"
+CHART = "metrics.png"
+RUN_INFO = "run.json"
+_RUN_KEYS = ("method", "dataset", "split", "seed", "model", "options", "kg")
+
+
+def is_run_level_error(exc: BaseException) -> bool:
+    """True for errors that concern the whole run (unreachable server/endpoint), not one question."""
+    if isinstance(exc, EndpointError | ModelError | ConnectionError):
+        return True
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"APIConnectionError", "ConnectError", "ConnectTimeout"})
+
+
+def read_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Records of ``predictions.jsonl`` by question id (a later line replaces an earlier one)."""
+    path = Path(path)
+    out: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                out[rec["id"]] = rec
+    return out
+
+
+def _repair_tail(path: Path) -> None:
+    """Drop a last line cut short by an interrupted write (no trailing newline)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
+    """Write ``run.json``, or check that an existing one describes the same run."""
+    path = out_dir / RUN_INFO
+    mine = {k: info.get(k) for k in _RUN_KEYS}
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        old = {k: old.get(k) for k in _RUN_KEYS}
+        if old != mine:
+            diff = {k: (old[k], mine[k]) for k in _RUN_KEYS if old[k] != mine[k]}
+            raise ConfigError(f"{out_dir} holds another run (differs in {diff}); use another --out directory")
+    else:
+        path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
+
+
+def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, kg: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {"id": q.id, "question": q.question, "gold": list(q.answers),
+                           "topic_entities": getattr(q, "topic_entities", None),
+                           "qtype": getattr(q, "qtype", None)}
+    if isinstance(out, BaseException):
+        rec.update(predictions=[], paths=[], paths_total=0, paths_faithful=0,
+                   scores={k: 0.0 for k in METRIC_KEYS}, usage={}, seconds=None, graph_errors=[],
+                   error=f"{type(out).__name__}: {out}")
+        return rec
+    answers = [str(a) for a in out.get("answers") or []]
+    paths = [p for p in out.get("paths") or [] if isinstance(p, KGPath)]
+    faithful = sum(1 for p in paths if verify_path(kg, p))
+    rec.update(predictions=answers, paths=[p.to_text() for p in paths], paths_total=len(paths),
+               paths_faithful=faithful, scores=score_aliased(answers, gold_sets(q)),
+               usage=dict(out.get("usage") or {}), seconds=seconds,
+               graph_errors=list(out.get("errors") or []), error=None)
+    return rec
+
+
+async def run_eval(
+    questions: Sequence[Any],
+    out_dir: str | Path,
+    *,
+    method: str,
+    dataset: str,
+    build_graph: Callable[[Any], Any],
+    kg: Any = None,
+    concurrency: int = 1,
+    context: Any = None,
+    run_info: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Evaluate a reasoning graph on ``questions``; write the run files into ``out_dir``.
+
+    Args:
+        questions: objects with ``id``, ``question``, ``answers`` and optionally ``topic_entities``,
+            ``aliases``, ``kg`` (a per-question KG) and ``qtype`` (see :class:`EvalQuestion`).
+        out_dir: the run directory (created; an existing run there is resumed).
+        method: the method name (for the summary).
+        dataset: the dataset name (for the summary).
+        build_graph: ``kg -> compiled graph``; called once per distinct KG.
+        kg: the KG of questions without their own.
+        concurrency: how many questions run at once.
+        context: the graphs' per-run context (``ainvoke(..., context=...)``), or None.
+        run_info: what identifies the run (method, dataset, split, seed, model, options, kg); a rerun in
+            the same directory must match it.
+        progress: show a progress bar on stderr.
+
+    Returns:
+        The summary (also written to ``summary.json``).
+
+    Raises:
+        ConfigError: ``out_dir`` holds a different run, or ``concurrency`` < 1.
+        EndpointError, ModelError: the model server or KG endpoint failed for the whole run.
+    """
+    from langchain_core.runnables import RunnableLambda
+    from tqdm.auto import tqdm
+
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    check_run_info(out, {"method": method, "dataset": dataset, **(run_info or {})})
+    pred_path = out / PREDICTIONS
+    _repair_tail(pred_path)
+    done = {i for i, r in read_predictions(pred_path).items() if not r.get("error")}
+    todo = [q for q in questions if q.id not in done]
+    graphs: dict[int, Any] = {}
+
+    def graph_for(q: Any) -> tuple[Any, Any]:
+        qkg = getattr(q, "kg", None) or kg
+        if qkg is None:
+            raise ConfigError(f"question {q.id!r} has no KG and the run has none")
+        if id(qkg) not in graphs:
+            graphs[id(qkg)] = build_graph(qkg)
+        return graphs[id(qkg)], qkg
+
+    async def run_one(q: Any) -> tuple[dict[str, Any], float]:
+        graph, _ = graph_for(q)
+        t0 = time.perf_counter()
+        kwargs = {"context": context} if context is not None else {}
+        result = await graph.ainvoke({"question": q.question, "topic_entities": q.topic_entities}, **kwargs)
+        return result, time.perf_counter() - t0
+
+    runner = RunnableLambda(run_one, name="eval_question")
+    bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"{method} on {dataset}",
+               unit="q", disable=not progress, file=sys.stderr)
+    try:
+        with open(pred_path, "a", encoding="utf-8") as fh:
+            async for i, res in runner.abatch_as_completed(
+                todo, {"max_concurrency": concurrency}, return_exceptions=True
+            ):
+                q = todo[i]
+                if isinstance(res, BaseException):
+                    if is_run_level_error(res):
+                        raise res
+                    rec = _record(q, res, None, None)
+                else:
+                    result, seconds = res
+                    rec = _record(q, result, seconds, graph_for(q)[1])
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                fh.flush()
+                bar.update(1)
+    finally:
+        bar.close()
+    return write_summary(out, questions, method=method, dataset=dataset)
+
+
+def write_summary(
+    out_dir: str | Path, questions: Sequence[Any], *, method: str, dataset: str
+) -> dict[str, Any]:
+    """Compute ``summary.json`` from ``predictions.jsonl`` (for ``questions``); write it, report and chart."""
+    out = Path(out_dir)
+    preds = read_predictions(out / PREDICTIONS)
+    records = [preds[q.id] for q in questions if q.id in preds]
+    summary = summarize(records, method=method, dataset=dataset)
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}
+    (out / REPORT).write_text(render_report(summary, records, info), encoding="utf-8")
+    draw_chart([summary], out / CHART, title=f"{method} on {dataset} (n={summary['n']})")
+    return summary
+
+
+# --------------------------------------------------------------------------- reports
+TABLE_KEYS = ("n", "errors", "hits@1", "hit", "f1", "precision", "recall", "faithful_path_ratio",
+              "avg_llm_calls", "avg_input_tokens", "avg_output_tokens", "avg_kg_calls", "avg_seconds")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
+    """One markdown table row per run summary."""
+    head = ["method", "dataset", *TABLE_KEYS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summaries:
+        lines.append("| " + " | ".join(_fmt(s.get(k)) for k in head) + " |")
+    return "\n".join(lines)
+
+
+def render_report(summary: dict[str, Any], records: Sequence[dict[str, Any]], info: dict[str, Any]) -> str:
+    """``report.md``: the run's settings, its metrics, a per-question-type breakdown and the errors."""
+    parts = [f"# {summary['method']} on {summary['dataset']}", "",
+             "Settings: " + ", ".join(f"{k}={info[k]!r}" for k in _RUN_KEYS if k in info), "",
+             markdown_table([summary]), "",
+             "Answers are matched after one normalisation (kg_agents.eval.metrics.normalize_answer); "
+             "faithful_path_ratio re-checks every returned path against the KG.", ""]
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("qtype"):
+            by_type.setdefault(r["qtype"], []).append(r)
+    if by_type:
+        parts += ["## By question type", "", "| qtype | n | hits@1 | f1 |", "|---|---|---|---|"]
+        for t, rs in sorted(by_type.items()):
+            h = sum(r["scores"]["hits@1"] for r in rs) / len(rs)
+            f = sum(r["scores"]["f1"] for r in rs) / len(rs)
+            parts.append(f"| {t} | {len(rs)} | {h:.3f} | {f:.3f} |")
+        parts.append("")
+    errs = [r for r in records if r.get("error")]
+    if errs:
+        parts += ["## Questions that raised", ""]
+        parts += [f"- `{r['id']}`: {r['error']}" for r in errs[:20]]
+        if len(errs) > 20:
+            parts.append(f"- ... and {len(errs) - 20} more")
+        parts.append("")
+    return "\n".join(parts)
+
+
+CHART_KEYS = ("hits@1", "hit", "f1", "precision", "recall", "faithful_path_ratio")
+
+
+def draw_chart(summaries: Sequence[dict[str, Any]], path: str | Path, *, title: str = "") -> Path:
+    """A grouped bar chart of the quality metrics of one or more runs, saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(CHART_KEYS) * max(1, len(summaries)) / 2), 4))
+    width = 0.8 / max(1, len(summaries))
+    for j, s in enumerate(summaries):
+        xs = [i + j * width for i in range(len(CHART_KEYS))]
+        ys = [s.get(k) or 0.0 for k in CHART_KEYS]
+        ax.bar(xs, ys, width, label=f"{s.get('method')} / {s.get('dataset')}")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(CHART_KEYS))], CHART_KEYS)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("score")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def load_summary(run_dir: str | Path) -> dict[str, Any]:
+    """``summary.json`` of a run directory; ``ConfigError`` when there is none."""
+    path = Path(run_dir) / SUMMARY
+    if not path.is_file():
+        raise ConfigError(f"no {SUMMARY} in {run_dir} (not a finished `kg-agents eval` run)")
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def compare_runs(run_dirs: Sequence[str | Path], chart: str | Path) -> tuple[str, Path]:
+    """A markdown table over several runs and one chart; returns ``(table, chart path)``."""
+    summaries = [load_summary(d) for d in run_dirs]
+    return markdown_table(summaries), draw_chart(summaries, chart, title="comparison")
