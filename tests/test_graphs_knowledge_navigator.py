@@ -197,7 +197,7 @@ def test_no_variants_one_call_per_group_and_per_entity_mode(kg):
     assert out["usage"]["llm_calls"] == 3 and out["answers"] == ["Ron Howard"]
     # Cast Away and Forrest Gump have the same candidates: one call per entity in the paper's mode ...
     llm2 = FakeListChatModel(responses=["Answer: 1", "Answer: 1", "Answer: x"])
-    g2 = create_knowledge_navigator_graph(kg, llm=llm2, group_entities=False)
+    g2 = create_knowledge_navigator_graph(kg, llm=llm2, grouping="none")
     out2 = g2.invoke(
         {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
         context={"hops": 1, "num_variants": 0},
@@ -296,7 +296,7 @@ def test_stream_checkpointer_ainvoke_registry(kg):
         "answer",
     ]
     assert [p.to_text() for p in g.get_state(cfg).values["paths"]] == ["Splash -> directed_by -> Ron Howard"]
-    assert get_method("knowledge_navigator").options()["group_entities"].default is True
+    assert get_method("knowledge_navigator").options()["grouping"].default == "candidates"
     g2 = create_graph("knowledge_navigator", kg, llm=llm)
     assert g2.name == "knowledge_navigator"
 
@@ -308,3 +308,31 @@ async def test_ainvoke(kg):
         context={"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5},
     )
     assert out["answers"] == ["Ron Howard"] and len(out["paths"]) == 1
+
+
+def test_hop_grouping_one_call_over_the_union(kg):
+    llm = FakeListChatModel(responses=["Answer: 2", "Answer: 1984"])
+    g = create_knowledge_navigator_graph(kg, llm=llm, grouping="hop")
+    out = g.invoke(
+        {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
+    )
+    assert out["usage"]["llm_calls"] == 2
+    vote = [t for t in out["trace"] if t["node"] == "select_relations"][1]["votes"][0]
+    assert vote["entities"] == ["Splash", "Parenthood"]
+    assert vote["candidates"] == ["directed_by", "release_year", "starred_actors", "written_by"]
+    assert vote["kept"] == ["release_year"]
+    assert "Splash release year 1984." in out["evidence"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Babaloo Mandel -> ~written_by -> Splash -> release_year -> 1984"
+    ]
+    with pytest.raises(ConfigError):
+        create_knowledge_navigator_graph(kg, llm=llm, grouping="entity")
+
+
+def test_hops_trainer_options_typed():
+    from kg_agents.options import parse_options
+    from kg_agents.train import TrainerSpec
+
+    spec = TrainerSpec("hops", "kg_agents.hops:train_hop_classifier", "")
+    opts = parse_options(["hops=1,2", "limit_per_hop=none", "seed=3", "out_dir=/tmp/x"], spec.options())
+    assert opts == {"hops": (1, 2), "limit_per_hop": None, "seed": 3, "out_dir": "/tmp/x"}

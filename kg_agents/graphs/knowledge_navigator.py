@@ -19,10 +19,11 @@ Relations are shown to the LLM readably and with their direction explicit: for t
 the candidate ``directed_by`` walked backwards reads ``? directed by Ron Howard``; walked forwards from
 ``Splash`` it reads ``Splash directed by ?``.
 
-One deviation, on by default and switchable (``group_entities``): core entities of one hop whose
-candidate relations are identical share one LLM call per question variant (the prompt lists them), and
-an entity with no more than ``K`` candidates needs no call at all (every voter would pick them all).
-With ``group_entities=False`` every entity gets its own calls, as in the paper.
+One deviation, on by default and switchable (``grouping``): core entities of one hop whose candidate
+relations are identical share one LLM call per question variant (the prompt lists them); ``grouping="hop"``
+lets all core entities of a hop share one call over the union of their candidates; ``grouping="none"``
+gives every entity its own calls, as in the paper. In every mode an entity (group) with no more than ``K``
+candidates needs no call (every voter would pick them all).
 
 Example:
     >>> from kg_agents import open_kg
@@ -367,7 +368,7 @@ def create_knowledge_navigator_graph(
     llm: Any = None,
     index: Any = None,
     hop_classifier: Any = None,
-    group_entities: bool = True,
+    grouping: Literal["candidates", "hop", "none"] = "candidates",
     fanout_limit: int = 100,
     variants_prompt: Any = None,
     select_prompt: Any = None,
@@ -384,8 +385,10 @@ def create_knowledge_navigator_graph(
         index: an ``EntityIndex`` for linking (built on first need when None).
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` (default: the
             bundled :class:`~kg_agents.hops.HopClassifier`, loaded on the first question that needs it).
-        group_entities: share one LLM call per variant among core entities with identical candidate
-            relations (see the module docstring); False: one call per entity per variant (the paper).
+        grouping: which core entities of a hop share the LLM's relation choice (one call per question
+            variant): ``"candidates"`` (default) those with identical candidate relations; ``"hop"`` all of
+            them, over the union of their candidates (cheapest); ``"none"`` every entity on its own (the
+            paper). See the module docstring.
         fanout_limit: at most this many triples per (entity, relation, direction); hits are traced.
         variants_prompt: overrides ``prompts/knowledge_navigator/similar_questions.txt``.
         select_prompt: overrides ``prompts/knowledge_navigator/select_relations.txt``.
@@ -408,6 +411,8 @@ def create_knowledge_navigator_graph(
 
     if fanout_limit < 1:
         raise ConfigError("fanout_limit must be at least 1")
+    if grouping not in ("candidates", "hop", "none"):
+        raise ConfigError(f"unknown grouping {grouping!r}; valid: candidates, hop, none")
     model = default_llm(llm)
     mkg = MeteredKG(kg)
     p_variants = as_prompt(variants_prompt, "knowledge_navigator", "similar_questions")
@@ -501,13 +506,15 @@ def create_knowledge_navigator_graph(
         for e in core:
             if not cands[e]:
                 continue
-            key = cands[e] if group_entities else (e, cands[e])
+            key = {"none": (e,), "candidates": cands[e], "hop": "all"}[grouping]
             groups.setdefault(key, []).append(e)
         selected: dict[str, list[list[str]]] = {}
         votes: list[dict[str, Any]] = []
         budget_hit = False
         for members in groups.values():
-            options_rd = cands[members[0]]
+            union = dict.fromkeys(c for e in members for c in cands[e] if c[1] == "out")
+            union.update(dict.fromkeys(c for e in members for c in cands[e] if c[1] == "in"))
+            options_rd = tuple(union)
             if len(options_rd) <= ctx.top_k:  # every voter would pick all of them
                 kept = list(range(len(options_rd)))[: ctx.top_m]
                 scores = [float(sum(weights))] * len(options_rd)
@@ -539,7 +546,7 @@ def create_knowledge_navigator_graph(
                 asked = True
             chosen = [[options_rd[i][0], options_rd[i][1]] for i in kept]
             for e in members:
-                selected[e] = chosen
+                selected[e] = [c for c in chosen if (c[0], c[1]) in cands[e]]
             votes.append(
                 {
                     "entities": members[:10],
