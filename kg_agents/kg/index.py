@@ -1,0 +1,674 @@
+"""``EntityIndex``: link text to the entity ids of any knowledge graph.
+
+Matching goes from strict to loose, and stops at the first tier that finds something:
+
+1. ``exact``: the text is a label (or an entity id) as it is;
+2. ``folded``: equal after Unicode NFKC, case folding, ``_`` read as a space, whitespace collapsed;
+3. ``loose``: equal as sequences of word characters (punctuation ignored: ``X-Men: The Last Stand``
+   matches ``x men the last stand``);
+4. ``semantic``: nearest labels by cosine similarity of sentence embeddings (all-MiniLM-L6-v2 by
+   default), searched with FAISS inner product over L2-normalised vectors.
+
+Several ids may share a label (MetaQA has ``English`` and ``english``): every tier returns all of
+them. Only ``kg.iter_labels()`` and ``kg.fingerprint()`` are used, so any store works.
+
+The semantic side is lazy: the label embeddings are built (or loaded from the cache) and the
+encoder model loaded only when a query needs them. Embeddings, the FAISS index and the label rows
+are persisted under ``<cache root>/index/<kg.name>-<fingerprint>/`` (cache root: ``cache_dir=``,
+else ``$KG_AGENTS_CACHE``, else ``~/.cache/kg_agents``), each file written to a temporary file and
+renamed into place, and a manifest with their checksums written last: a crash leaves either no
+manifest or one whose checksums do not match, and both mean "rebuild".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kg_agents.errors import EntityNotFound, KGAgentsError, ModelError
+from kg_agents.kg.base import KnowledgeGraph
+from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, get_sentence_encoder
+
+logger = logging.getLogger(__name__)
+
+#: Version of the on-disk layout; a manifest with another version is rebuilt.
+INDEX_FORMAT = 1
+_FILES = ("rows.json", "embeddings.npy", "faiss.index")
+_WORD = re.compile(r"\w+")
+_BRACKET = re.compile(r"\[([^\[\]]+)\]")
+
+#: Words that never make an entity mention on their own (question words, function words).
+_STOPWORDS_TEXT = """a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing done down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not now of off on once only or other our ours out over
+    own same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    whose why will with would you your yours yourself s t also ever tell give list name find show
+    share shared same type types kind kinds"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedEntity:
+    """One candidate entity for a piece of text.
+
+    Attributes:
+        id: the entity id in the KG.
+        label: its label.
+        score: 1.0 for lexical matches, cosine similarity for semantic ones.
+        method: ``"exact"``, ``"id"``, ``"folded"``, ``"loose"`` or ``"semantic"``.
+    """
+
+    id: str
+    label: str
+    score: float
+    method: str
+
+
+def fold(text: str) -> str:
+    """Case-folded, whitespace-normalised form of a label (``_`` counts as a space).
+
+    Example:
+        >>> fold("  Babaloo_MANDEL ")
+        'babaloo mandel'
+    """
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().replace("_", " ").split())
+
+
+def loose_key(text: str) -> str:
+    """Word characters only, case-folded: ``"X-Men: The Last Stand"`` -> ``"x men the last stand"``."""
+    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold().replace("_", " ")))
+
+
+def display_text(label: str) -> str:
+    """The text embedded for a label (``_`` read as a space, whitespace collapsed)."""
+    return " ".join(label.replace("_", " ").split())
+
+
+def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Root folder of the entity-index caches.
+
+    ``cache_dir`` when given, else ``$KG_AGENTS_CACHE/index``, else ``~/.cache/kg_agents/index``.
+    """
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    base = os.environ.get("KG_AGENTS_CACHE")
+    return (Path(base).expanduser() if base else Path.home() / ".cache" / "kg_agents") / "index"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "kg"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class _CacheInvalid(KGAgentsError):
+    """A persisted index is missing, stale or corrupted (internal; means: rebuild)."""
+
+
+class EntityIndex:
+    """Exact, folded and semantic (FAISS) search over the labels of a knowledge graph.
+
+    Args:
+        kg: any :class:`~kg_agents.kg.base.KnowledgeGraph`; only ``iter_labels()``, ``fingerprint()``
+            and ``name`` are used.
+        encoder: a ready encoder callable (``texts -> (n, dim) array``); its ``name`` attribute, if
+            any, keys the cache.
+        encoder_factory: a zero-argument callable returning an encoder, called on the first
+            semantic query; defaults to :func:`~kg_agents.kg.encoder.get_sentence_encoder`.
+        encoder_name: the name that keys the cache (defaults to the encoder's ``name``).
+        cache_dir: root of the index caches (see :func:`cache_root`).
+        persist: False keeps everything in memory (no files read or written).
+        semantic: False disables semantic search (no model, no FAISS): only lexical tiers.
+        faiss_factory: a FAISS ``index_factory`` string (``"Flat"`` is exact search; ``"HNSW32"``
+            for millions of labels).
+        chunk_size: labels per encoder call while building.
+
+    Example:
+        >>> from kg_agents.kg import MemoryKG
+        >>> idx = EntityIndex(MemoryKG([("Splash", "written_by", "Babaloo Mandel")]), persist=False)
+        >>> idx.lookup("babaloo mandel")
+        ['Babaloo Mandel']
+        >>> idx.topic_entities("what movies did [Babaloo Mandel] write")
+        ['Babaloo Mandel']
+    """
+
+    def __init__(
+        self,
+        kg: KnowledgeGraph,
+        *,
+        encoder: Encoder | None = None,
+        encoder_factory: Callable[[], Encoder] | None = None,
+        encoder_name: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        persist: bool = True,
+        semantic: bool = True,
+        faiss_factory: str = "Flat",
+        chunk_size: int = 4096,
+    ) -> None:
+        self.kg_name = str(getattr(kg, "name", "kg"))
+        self.fingerprint = kg.fingerprint()
+        self._encoder = encoder
+        self._encoder_factory = encoder_factory or get_sentence_encoder
+        if encoder_name is None:
+            source: Any = encoder if encoder is not None else encoder_factory
+            if source is None:
+                encoder_name = DEFAULT_ENCODER
+            else:
+                encoder_name = getattr(source, "name", None) or getattr(
+                    source, "__qualname__", type(source).__qualname__
+                )
+        self.encoder_name = str(encoder_name)
+        self.semantic_enabled = semantic
+        self.faiss_factory = faiss_factory
+        self.chunk_size = chunk_size
+        self.persist = persist
+        suffix = "" if self.encoder_name == DEFAULT_ENCODER else "-" + _safe_name(self.encoder_name)
+        self.cache_path: Path | None = (
+            cache_root(cache_dir) / f"{_safe_name(self.kg_name)}-{self.fingerprint}{suffix}"
+            if persist
+            else None
+        )
+        self._lock = threading.RLock()
+
+        self._labels: dict[str, str] = {}
+        self._exact: dict[str, list[str]] = {}
+        self._folded: dict[str, list[str]] = {}
+        self._loose: dict[str, list[str]] = {}
+        for eid, label in kg.iter_labels():
+            if eid in self._labels:
+                continue
+            self._labels[eid] = label
+            self._exact.setdefault(label, []).append(eid)
+            self._folded.setdefault(fold(label), []).append(eid)
+            self._loose.setdefault(loose_key(label), []).append(eid)
+        self._loose.pop("", None)
+        self._max_ngram = max((k.count(" ") + 1 for k in self._loose), default=1)
+
+        # Semantic side, filled by _ensure_semantic().
+        self._texts: list[str] | None = None
+        self._text_ids: list[list[str]] | None = None
+        self._faiss: Any = None
+        self._embeddings: np.ndarray | None = None
+        self.build_seconds: float | None = None
+        self.loaded_from_cache: bool | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"EntityIndex(kg={self.kg_name!r}, entities={len(self._labels)}, "
+            f"encoder={self.encoder_name!r}, semantic_ready={self._faiss is not None})"
+        )
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    def __contains__(self, entity: object) -> bool:
+        return entity in self._labels
+
+    def label(self, entity: str) -> str:
+        """The label of an entity id. Raises :class:`EntityNotFound` for an unknown id."""
+        try:
+            return self._labels[entity]
+        except KeyError:
+            raise EntityNotFound(entity) from None
+
+    # ------------------------------------------------------------------ lexical
+    def lookup(self, label: str) -> list[str]:
+        """Ids whose label is ``label`` exactly, else equal after :func:`fold` (never semantic).
+
+        Example:
+            >>> from kg_agents.kg import MemoryKG
+            >>> EntityIndex(MemoryKG([("a b", "r", "A  B")]), persist=False).lookup("a b")
+            ['a b']
+        """
+        text = label.strip()
+        return list(self._exact.get(text) or self._folded.get(fold(text)) or [])
+
+    def _lexical(self, text: str) -> list[LinkedEntity]:
+        text = text.strip()
+        out: dict[str, LinkedEntity] = {}
+
+        def add(ids: Iterable[str], method: str) -> None:
+            for eid in ids:
+                if eid not in out:
+                    out[eid] = LinkedEntity(eid, self._labels[eid], 1.0, method)
+
+        add(self._exact.get(text, ()), "exact")
+        if text in self._labels:
+            add([text], "id")
+        add(self._folded.get(fold(text), ()), "folded")
+        if not out:
+            add(self._loose.get(loose_key(text), ()), "loose")
+        return list(out.values())
+
+    # ------------------------------------------------------------------ link / resolve
+    def link(self, text: str, k: int = 5, *, semantic: bool | None = None) -> list[LinkedEntity]:
+        """Candidate entities for ``text``, best first.
+
+        Args:
+            text: a mention, a label or an entity id.
+            k: how many semantic candidates to return (lexical matches are all returned).
+            semantic: ``None`` searches semantically only when no lexical tier matched;
+                ``True`` always adds semantic candidates (up to ``k`` in all); ``False`` never.
+
+        Example:
+            >>> from kg_agents.kg import MemoryKG
+            >>> idx = EntityIndex(MemoryKG([("Splash", "written_by", "Babaloo Mandel")]), persist=False)
+            >>> [(e.id, e.method) for e in idx.link("SPLASH")]
+            [('Splash', 'folded')]
+        """
+        hits = self._lexical(text)
+        want_semantic = (not hits) if semantic is None else semantic
+        if want_semantic and self.semantic_enabled and text.strip():
+            seen = {h.id for h in hits}
+            room = max(k - len(hits), 0) if semantic else k
+            if room:
+                for cand in self.search(text, k=room + len(seen)):
+                    if cand.id not in seen:
+                        hits.append(cand)
+                        seen.add(cand.id)
+                        room -= 1
+                        if not room:
+                            break
+        return hits
+
+    def resolve(self, text: str, *, min_score: float = 0.8) -> str:
+        """The best entity id for ``text``, or raise :class:`EntityNotFound` with suggestions.
+
+        A lexical match wins; otherwise the best semantic candidate with cosine similarity
+        ``>= min_score``.
+
+        Raises:
+            EntityNotFound: nothing close enough; ``suggestions`` lists the closest labels.
+
+        Example:
+            >>> from kg_agents.kg import MemoryKG
+            >>> EntityIndex(MemoryKG([("Splash", "r", "Tom Hanks")]), persist=False).resolve("tom hanks")
+            'Tom Hanks'
+        """
+        hits = self._lexical(text)
+        if hits:
+            return hits[0].id
+        cands: list[LinkedEntity] = []
+        if self.semantic_enabled and text.strip():
+            cands = self.search(text, k=5)
+            if cands and cands[0].score >= min_score:
+                return cands[0].id
+            suggestions = list(dict.fromkeys(c.label for c in cands))
+        else:
+            suggestions = self._close_labels(text)
+        raise EntityNotFound(text, suggestions=suggestions)
+
+    def _close_labels(self, text: str, n: int = 5) -> list[str]:
+        keys = difflib.get_close_matches(fold(text), list(self._folded), n=n, cutoff=0.6)
+        return [self._labels[self._folded[key][0]] for key in keys]
+
+    # ------------------------------------------------------------------ semantic
+    def search(self, text: str | Sequence[str], k: int = 5) -> list[LinkedEntity]:
+        """Semantic nearest labels of ``text`` (no lexical tiers), best first.
+
+        With a list of texts, returns the merged candidates of all of them (best score per id).
+
+        Raises:
+            ModelError: semantic search is disabled, or the encoder or FAISS is unavailable.
+        """
+        texts = [text] if isinstance(text, str) else list(text)
+        per_text = self.search_many(texts, k=k)
+        best: dict[str, LinkedEntity] = {}
+        for hits in per_text:
+            for h in hits:
+                if h.id not in best or h.score > best[h.id].score:
+                    best[h.id] = h
+        return sorted(best.values(), key=lambda h: -h.score)[:k]
+
+    def search_many(self, texts: Sequence[str], k: int = 5) -> list[list[LinkedEntity]]:
+        """Semantic nearest labels of each text, in one encoder call."""
+        if not self.semantic_enabled:
+            raise ModelError("semantic search is disabled for this EntityIndex (semantic=False)")
+        self._ensure_semantic()
+        assert self._texts is not None and self._text_ids is not None
+        if not texts or not self._texts:
+            return [[] for _ in texts]
+        q = self._encode([display_text(t) for t in texts])
+        n_search = min(len(self._texts), max(k, 1))
+        scores, idx = self._faiss.search(q, n_search)
+        out: list[list[LinkedEntity]] = []
+        for row_s, row_i in zip(scores.tolist(), idx.tolist(), strict=True):
+            hits: list[LinkedEntity] = []
+            for s, i in zip(row_s, row_i, strict=True):
+                if i < 0:
+                    continue
+                for eid in self._text_ids[i]:
+                    hits.append(
+                        LinkedEntity(eid, self._labels.get(eid, self._texts[i]), float(s), "semantic")
+                    )
+            out.append(hits[:k])
+        return out
+
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder (created on first use)."""
+        if self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    self._encoder = self._encoder_factory()
+        return self._encoder
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vecs = np.asarray(self.encoder(texts), dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+            raise ModelError(
+                f"encoder {self.encoder_name!r} returned shape {vecs.shape} for {len(texts)} texts"
+            )
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return np.ascontiguousarray(vecs / np.maximum(norms, 1e-12))
+
+    def build(self) -> EntityIndex:
+        """Build (or load from the cache) the semantic index now instead of on the first query."""
+        if self.semantic_enabled:
+            self._ensure_semantic()
+        return self
+
+    def _ensure_semantic(self) -> None:
+        if self._faiss is not None:
+            return
+        with self._lock:
+            if self._faiss is not None:
+                return
+            faiss = _import_faiss()
+            texts, text_ids = self._semantic_rows()
+            if self.cache_path is not None:
+                try:
+                    self._load(faiss, texts, text_ids)
+                    self.loaded_from_cache = True
+                    return
+                except _CacheInvalid as exc:
+                    logger.info("entity index cache at %s not usable (%s); building", self.cache_path, exc)
+            self._build(faiss, texts, text_ids)
+            self.loaded_from_cache = False
+
+    def _semantic_rows(self) -> tuple[list[str], list[list[str]]]:
+        """Unique display texts to embed, each with the ids that carry it (deterministic order)."""
+        by_text: dict[str, list[str]] = {}
+        for eid, label in self._labels.items():
+            by_text.setdefault(display_text(label), []).append(eid)
+        by_text.pop("", None)
+        texts = sorted(by_text)
+        return texts, [by_text[t] for t in texts]
+
+    def _new_faiss(self, faiss: Any, emb: np.ndarray) -> Any:
+        dim = emb.shape[1]
+        try:
+            index = faiss.index_factory(dim, self.faiss_factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as exc:
+            raise ModelError(f"bad FAISS index factory {self.faiss_factory!r}: {exc}") from exc
+        if not index.is_trained:
+            index.train(emb)
+        index.add(emb)
+        return index
+
+    def _build(self, faiss: Any, texts: list[str], text_ids: list[list[str]]) -> None:
+        t0 = time.perf_counter()
+        chunks = [self._encode(texts[i : i + self.chunk_size]) for i in range(0, len(texts), self.chunk_size)]
+        emb = np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.float32)
+        index = self._new_faiss(faiss, emb) if len(texts) else None
+        self.build_seconds = time.perf_counter() - t0
+        logger.info(
+            "entity index for %s: %d labels encoded in %.1fs", self.kg_name, len(texts), self.build_seconds
+        )
+        self._set_semantic(texts, text_ids, emb, index, faiss)
+        if self.cache_path is not None:
+            self._save(faiss, texts, text_ids, emb, index)
+
+    def _set_semantic(
+        self, texts: list[str], text_ids: list[list[str]], emb: np.ndarray, index: Any, faiss: Any
+    ) -> None:
+        if index is None:
+            index = faiss.IndexFlatIP(max(emb.shape[1], 1))
+        self._texts, self._text_ids, self._embeddings, self._faiss = texts, text_ids, emb, index
+
+    # ------------------------------------------------------------------ persistence
+    def _save(
+        self, faiss: Any, texts: list[str], text_ids: list[list[str]], emb: np.ndarray, index: Any
+    ) -> None:
+        assert self.cache_path is not None
+        rows = json.dumps({"texts": texts, "ids": text_ids}, ensure_ascii=False).encode("utf-8")
+        buf = io.BytesIO()
+        np.save(buf, emb, allow_pickle=False)
+        blobs = {
+            "rows.json": rows,
+            "embeddings.npy": buf.getvalue(),
+            "faiss.index": faiss.serialize_index(index).tobytes() if index is not None else b"",
+        }
+        manifest = {
+            "format": INDEX_FORMAT,
+            "kg": self.kg_name,
+            "fingerprint": self.fingerprint,
+            "encoder": self.encoder_name,
+            "faiss_factory": self.faiss_factory,
+            "count": len(texts),
+            "dim": int(emb.shape[1]) if emb.size else 0,
+            "build_seconds": self.build_seconds,
+            "files": {name: _digest(data) for name, data in blobs.items()},
+        }
+        try:
+            for name, data in blobs.items():
+                atomic_write_bytes(self.cache_path / name, data)
+            atomic_write_bytes(self.cache_path / "manifest.json", json.dumps(manifest, indent=1).encode())
+        except OSError as exc:
+            # A read-only or full disk costs a rebuild next time, not this query.
+            logger.warning("could not persist entity index to %s: %s", self.cache_path, exc)
+
+    def _load(self, faiss: Any, texts: list[str], text_ids: list[list[str]]) -> None:
+        assert self.cache_path is not None
+        try:
+            manifest = json.loads((self.cache_path / "manifest.json").read_text("utf-8"))
+        except FileNotFoundError:
+            raise _CacheInvalid("no manifest") from None
+        except (OSError, ValueError) as exc:
+            raise _CacheInvalid(f"unreadable manifest: {exc}") from exc
+        expect = {
+            "format": INDEX_FORMAT,
+            "fingerprint": self.fingerprint,
+            "encoder": self.encoder_name,
+            "count": len(texts),
+        }
+        if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expect.items()):
+            raise _CacheInvalid("manifest does not match this KG / encoder")
+        blobs: dict[str, bytes] = {}
+        for name in _FILES:
+            try:
+                data = (self.cache_path / name).read_bytes()
+            except OSError as exc:
+                raise _CacheInvalid(f"cannot read {name}: {exc}") from exc
+            if _digest(data) != manifest.get("files", {}).get(name):
+                raise _CacheInvalid(f"checksum mismatch in {name}")
+            blobs[name] = data
+        try:
+            rows = json.loads(blobs["rows.json"])
+            emb = np.load(io.BytesIO(blobs["embeddings.npy"]), allow_pickle=False)
+        except ValueError as exc:
+            raise _CacheInvalid(f"unreadable data: {exc}") from exc
+        if rows.get("texts") != texts or rows.get("ids") != text_ids:
+            raise _CacheInvalid("label rows differ from the KG's labels")
+        if emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[0] != len(texts):
+            raise _CacheInvalid(f"embeddings have shape {emb.shape}, expected ({len(texts)}, dim)")
+        index = None
+        if len(texts):
+            if manifest.get("faiss_factory") == self.faiss_factory and blobs["faiss.index"]:
+                try:
+                    index = faiss.deserialize_index(np.frombuffer(blobs["faiss.index"], dtype=np.uint8))
+                except RuntimeError as exc:
+                    raise _CacheInvalid(f"unreadable FAISS index: {exc}") from exc
+                if index.ntotal != len(texts) or index.d != emb.shape[1]:
+                    raise _CacheInvalid("FAISS index does not match the embeddings")
+            else:
+                index = self._new_faiss(faiss, emb)  # same vectors, another index type: no re-encoding
+        self._set_semantic(texts, text_ids, emb, index, faiss)
+
+    # ------------------------------------------------------------------ questions
+    def topic_entities(self, question: str, *, max_entities: int = 3, min_score: float = 0.7) -> list[str]:
+        """Ids of the entities a question is about, best first.
+
+        MetaQA marks the topic entity with brackets (``what movies did [Babaloo Mandel] write``):
+        when a question has bracketed spans, their ids are returned (all ids sharing the label; a
+        span with no lexical match is resolved semantically). Otherwise mentions are found:
+
+        1. label n-grams, longest first, non-overlapping, matched with the ``loose`` key (case and
+           punctuation ignored); spans made only of stopwords are skipped; a span whose case
+           matches the label exactly ranks above one that matches after folding;
+        2. when no n-gram matches, candidate spans (n-grams not starting or ending with a stopword,
+           and the whole question) are embedded in one batch and the best semantic hits with cosine
+           ``>= min_score`` are kept.
+
+        Args:
+            question: the question text.
+            max_entities: most mentions returned for an unbracketed question.
+            min_score: cosine threshold of the semantic fallback.
+
+        Raises:
+            EntityNotFound: a bracketed span matches no entity closely enough.
+
+        Example:
+            >>> from kg_agents.kg import MemoryKG
+            >>> idx = EntityIndex(MemoryKG([("Splash", "written_by", "Babaloo Mandel")]), persist=False)
+            >>> idx.topic_entities("what movies did babaloo mandel write")
+            ['Babaloo Mandel']
+        """
+        spans = [s.strip() for s in _BRACKET.findall(question)]
+        if spans:
+            out: list[str] = []
+            for span in spans:
+                ids = self.lookup(span) or [h.id for h in self._lexical(span)]
+                if not ids:
+                    ids = [self.resolve(span, min_score=min_score)] if self.semantic_enabled else []
+                    if not ids:
+                        raise EntityNotFound(span, suggestions=self._close_labels(span))
+                out.extend(i for i in ids if i not in out)
+            return out
+        found = self._ngram_mentions(question, max_entities)
+        if found or not self.semantic_enabled:
+            return found
+        return self._semantic_mentions(question, max_entities, min_score)
+
+    def _tokens(self, question: str) -> list[tuple[str, int, int]]:
+        text = unicodedata.normalize("NFKC", question).replace("_", " ")
+        return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+    def _ngram_mentions(self, question: str, max_entities: int) -> list[str]:
+        toks = self._tokens(question)
+        text = unicodedata.normalize("NFKC", question).replace("_", " ")
+        n = len(toks)
+        # (rank key, start, end, ids); see the ranking rules in topic_entities().
+        cands: list[tuple[tuple[int, int, int, int], int, int, list[str]]] = []
+        for size in range(min(self._max_ngram, n), 0, -1):
+            for i in range(n - size + 1):
+                words = [t[0] for t in toks[i : i + size]]
+                only_stop = all(w in STOPWORDS for w in words)
+                if only_stop and size < 2:
+                    continue
+                ids = self._loose.get(" ".join(words))
+                if not ids:
+                    continue
+                start = toks[i][1]
+                surface = _WORD.findall(text[start : toks[i + size - 1][2]])
+                labels = {e: unicodedata.normalize("NFKC", self._labels[e]).replace("_", " ") for e in ids}
+                exact = {e for e, lab in labels.items() if _WORD.findall(lab) == surface}
+                proper = {e for e, lab in labels.items() if _is_proper(lab)}
+                verbatim = {e for e, lab in labels.items() if text[start : start + len(lab)] == lab}
+                ranked = sorted(ids, key=lambda e: (e not in proper, e not in exact, e not in verbatim))
+                if only_stop and not exact & proper:
+                    continue  # "You and Me" only when written as the label is
+                key = (-int(bool(exact & proper)), -size, -int(bool(proper)), -i)
+                cands.append((key, i, i + size, ranked))
+        cands.sort(key=lambda c: c[0])
+        any_proper = any(c[0][2] for c in cands)
+        taken = [False] * n
+        out: list[str] = []
+        mentions = 0
+        for key, a, b, ids in cands:
+            if any(taken[a:b]) or (any_proper and not key[2]):
+                continue
+            taken[a:b] = [True] * (b - a)
+            out.extend(i for i in ids if i not in out)
+            mentions += 1
+            if mentions >= max_entities:
+                break
+        return out
+
+    def _semantic_mentions(self, question: str, max_entities: int, min_score: float) -> list[str]:
+        toks = self._tokens(question)
+        text = unicodedata.normalize("NFKC", question).replace("_", " ")
+        spans: list[tuple[int, int]] = []
+        for size in range(1, min(len(toks), 8) + 1):
+            for i in range(len(toks) - size + 1):
+                if toks[i][0] in STOPWORDS or toks[i + size - 1][0] in STOPWORDS:
+                    continue
+                spans.append((i, i + size))
+        if not spans and not toks:
+            return []
+        texts = [text[toks[a][1] : toks[b - 1][2]] for a, b in spans] + [question]
+        spans.append((0, len(toks)))
+        results = self.search_many(texts, k=1)
+        scored = sorted(
+            ((hits[0].score, span, hits[0].id) for span, hits in zip(spans, results, strict=True) if hits),
+            key=lambda x: -x[0],
+        )
+        taken = [False] * len(toks)
+        out: list[str] = []
+        for score, (a, b), eid in scored:
+            if score < min_score or len(out) >= max_entities:
+                break
+            if any(taken[a:b]) or eid in out:
+                continue
+            taken[a:b] = [True] * (b - a)
+            out.append(eid)
+        return out
+
+
+def _is_proper(label: str) -> bool:
+    """A label that looks like a name: it has an upper-case letter or a digit."""
+    return any(c.isupper() or c.isdigit() for c in label)
+
+
+def _import_faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as exc:
+        raise ModelError("semantic entity search needs FAISS: pip install 'kg-agents[index]'") from exc
+    return faiss
