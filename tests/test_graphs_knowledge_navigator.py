@@ -249,11 +249,13 @@ def test_bad_options_recorded_not_raised(kg, context, msg):
     assert out["usage"]["llm_calls"] == 0
 
 
-def test_empty_question_ends(kg):
+def test_empty_question_and_unknown_entity_end(kg):
     llm = FakeListChatModel(responses=[])
     g = create_knowledge_navigator_graph(kg, llm=llm)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and out["errors"]
+    out = g.invoke({"question": "who is [Nobody]", "topic_entities": ["Nobody Known"]})
+    assert out["answers"] == [] and "unknown topic entities" in out["errors"][0]
     assert out["usage"]["llm_calls"] == 0
 
 
