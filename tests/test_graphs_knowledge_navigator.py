@@ -261,17 +261,27 @@ def test_empty_question_and_unknown_entity_end(kg):
 
 def test_fewshot_prompt_used(kg):
     seen = []
+    limits = []
 
     class Recording(FakeListChatModel):
         def invoke(self, messages, *a, **k):  # type: ignore[override]
             seen.append(messages)
+            limits.append(k.get("max_tokens"))
             return super().invoke(messages, *a, **k)
 
     llm = Recording(responses=["Answer: Ron Howard"])
     out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
-        context={"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5, "fewshot": True},
+        context={
+            "hops": 1,
+            "num_variants": 0,
+            "top_k": 5,
+            "top_m": 5,
+            "fewshot": True,
+            "answer_max_tokens": 33,
+        },
     )
+    assert limits == [33]
     assert out["answers"] == ["Ron Howard"]
     assert len(seen) == 1 and len(seen[0]) == 6  # system + 2 examples (human, ai) + the question
     assert "Splash directed by Ron Howard." in seen[0][-1].content

@@ -90,6 +90,9 @@ class KnowledgeNavigatorContext:
         max_llm_calls: LLM-call budget of the retrieval stage; when spent, retrieval stops and the
             graph reasons over what it has.
         max_answers: answers kept.
+        select_max_tokens: most new tokens of a relation choice (passed as ``max_tokens``).
+        variants_max_tokens: most new tokens per similar question asked for.
+        answer_max_tokens: most new tokens of the answer.
     """
 
     hops: int | None = None
@@ -105,6 +108,9 @@ class KnowledgeNavigatorContext:
     max_triples: int = 200
     max_llm_calls: int = 40
     max_answers: int = 20
+    select_max_tokens: int = 16
+    variants_max_tokens: int = 40
+    answer_max_tokens: int = 160
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -467,7 +473,11 @@ def create_knowledge_navigator_graph(
         info["hops"] = hops
         variants: list[str] = []
         if ctx.num_variants > 0:
-            msg = invoke_llm(model, p_variants.format_messages(question=question, m=ctx.num_variants))
+            msg = invoke_llm(
+                model,
+                p_variants.format_messages(question=question, m=ctx.num_variants),
+                max_tokens=ctx.variants_max_tokens * ctx.num_variants,
+            )
             variants = parse_variants(str(msg.content), question, ctx.num_variants)
             info["variants_raw"] = str(msg.content)
         info["variants"] = variants
@@ -539,6 +549,7 @@ def create_knowledge_navigator_graph(
                         p_select.format_messages(
                             question=q, entity=entity_text, options=listing, k=ctx.top_k
                         ),
+                        max_tokens=ctx.select_max_tokens,
                     )
                     choices.append(parse_selection(str(msg.content), options, ctx.top_k, phrases))
                 calls += len(voters)
@@ -673,7 +684,11 @@ def create_knowledge_navigator_graph(
         ctx = ctx_of(runtime)
         template = p_reason_fewshot if ctx.fewshot else p_reason
         knowledge = state.get("knowledge") or "(no knowledge found)"
-        msg = invoke_llm(model, template.format_messages(question=state["question"], knowledge=knowledge))
+        msg = invoke_llm(
+            model,
+            template.format_messages(question=state["question"], knowledge=knowledge),
+            max_tokens=ctx.answer_max_tokens,
+        )
         return {
             "raw_answer": str(msg.content),
             "trace": [{"node": "reason", "raw": str(msg.content), "fewshot": ctx.fewshot}],
