@@ -241,7 +241,8 @@ def train_hop_classifier(
     out_dir: str | Path | None = None,
     hops: tuple[int, ...] = (1, 2, 3),
     seed: int = 0,
-    limit_per_hop: int | None = 4000,
+    limit_per_hop: int | None = 1500,
+    val_limit_per_hop: int | None = 1000,
     epochs: int = 300,
     encoder: Any = None,
 ) -> dict[str, Any]:
@@ -255,7 +256,9 @@ def train_hop_classifier(
         out_dir: where to write the checkpoint (default: the bundled ``kg_agents/checkpoints/hops``).
         hops: the hop counts (classes).
         seed: seeds the data split, the sub-sample and the head's initialisation.
-        limit_per_hop: at most this many training (and validation) questions per hop; None for all.
+        limit_per_hop: at most this many training questions per hop (the first of the seeded split);
+            None for all.
+        val_limit_per_hop: at most this many validation questions per hop; None for all.
         epochs: gradient steps of the head.
         encoder: a sentence encoder (default: the shared all-MiniLM-L6-v2).
 
@@ -271,7 +274,8 @@ def train_hop_classifier(
         texts: list[str] = []
         labels: list[int] = []
         for h in classes:
-            qs = list(load_metaqa(h, split=split, seed=seed, limit=limit_per_hop))
+            limit = limit_per_hop if split == "train" else val_limit_per_hop
+            qs = list(load_metaqa(h, split=split, seed=seed, limit=limit))
             texts += [mask_entities(q.question) for q in qs]
             labels += [classes.index(h)] * len(qs)
         data[split] = (texts, labels)
@@ -297,6 +301,7 @@ def train_hop_classifier(
         "dataset": "metaqa dev, kg_agents.eval.datasets.load_metaqa split='train' (80/20 seeded)",
         "seed": seed,
         "limit_per_hop": limit_per_hop,
+        "val_limit_per_hop": val_limit_per_hop,
         "epochs": epochs,
         "entity_mask": ENTITY_MASK,
         **metrics,
