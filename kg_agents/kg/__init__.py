@@ -15,16 +15,21 @@ from kg_agents.kg.base import (
     verify_path,
     verify_paths,
 )
+from kg_agents.kg.encoder import get_sentence_encoder
+from kg_agents.kg.index import EntityIndex, LinkedEntity
 from kg_agents.kg.memory import MemoryKG
 
 __all__ = [
     "Direction",
+    "EntityIndex",
     "Hop",
     "KnowledgeGraph",
+    "LinkedEntity",
     "MemoryKG",
     "Path",
     "Triple",
     "TripleList",
+    "get_sentence_encoder",
     "open_kg",
     "verify_path",
     "verify_paths",

@@ -13,6 +13,7 @@ An *encoder* anywhere in kg-agents is any callable ``texts -> np.ndarray`` of sh
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,7 +61,7 @@ class SentenceEncoder:
         name_or_path: str | Path | None = None,
         *,
         device: str = "cpu",
-        batch_size: int = 64,
+        batch_size: int = 256,
         normalize: bool = True,
     ) -> None:
         self.name, self.path = _resolve_model(name_or_path)
@@ -115,6 +116,49 @@ class SentenceEncoder:
         except (RuntimeError, ValueError) as exc:
             raise ModelError(f"sentence encoder {self.name!r} failed: {exc}") from exc
         return np.asarray(out, dtype=np.float32)
+
+
+class HashingEncoder:
+    """A dependency-free encoder: hashed character n-gram counts, L2-normalised.
+
+    Deterministic across processes and Python versions (blake2b, not ``hash()``). Texts that share
+    spelling are close, so it stands in for a sentence model in tests and offline smoke runs, the
+    way ``httpx.MockTransport`` stands in for a network. It knows nothing of meaning.
+
+    Args:
+        dim: vector size.
+        n: character n-gram length.
+
+    Example:
+        >>> enc = HashingEncoder()
+        >>> v = enc(["Babaloo Mandel", "babalo mandel", "Splash"])
+        >>> bool(v[0] @ v[1] > v[0] @ v[2])
+        True
+    """
+
+    def __init__(self, dim: int = 256, n: int = 3) -> None:
+        self.dim = dim
+        self.n = n
+        self.name = f"hashing-{n}gram-{dim}"
+        self.calls = 0
+        self.texts_encoded = 0
+
+    def __repr__(self) -> str:
+        return f"HashingEncoder(dim={self.dim}, n={self.n})"
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        self.calls += 1
+        self.texts_encoded += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            padded = f" {' '.join(text.casefold().split())} "
+            for i in range(max(len(padded) - self.n + 1, 1)):
+                gram = padded[i : i + self.n].encode("utf-8", "surrogatepass")
+                h = int.from_bytes(hashlib.blake2b(gram, digest_size=8).digest(), "little")
+                out[row, h % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
 
 
 _ENCODERS: dict[tuple[str, str], SentenceEncoder] = {}

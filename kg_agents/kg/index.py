@@ -72,7 +72,8 @@ class LinkedEntity:
     Attributes:
         id: the entity id in the KG.
         label: its label.
-        score: 1.0 for lexical matches, cosine similarity for semantic ones.
+        score: 1.0 for lexical matches; for semantic ones :func:`match_score` of the cosine
+            similarity and the spelling similarity (0..1).
         method: ``"exact"``, ``"id"``, ``"folded"``, ``"loose"`` or ``"semantic"``.
     """
 
@@ -93,8 +94,31 @@ def fold(text: str) -> str:
 
 
 def loose_key(text: str) -> str:
-    """Word characters only, case-folded: ``"X-Men: The Last Stand"`` -> ``"x men the last stand"``."""
-    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold().replace("_", " ")))
+    """Word characters only, case-folded, accents dropped.
+
+    Example:
+        >>> loose_key("X-Men: The Last Stand"), loose_key("Amélie")
+        ('x men the last stand', 'amelie')
+    """
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", bare).casefold().replace("_", " ")))
+
+
+def spelling_similarity(a: str, b: str) -> float:
+    """Character similarity of two texts after :func:`loose_key` (difflib ratio, 0..1)."""
+    return difflib.SequenceMatcher(None, loose_key(a), loose_key(b), autojunk=False).ratio()
+
+
+def match_score(cosine: float, spelling: float) -> float:
+    """The score of a semantic candidate: ``max(cosine, 0.3 * cosine + 0.7 * spelling)``.
+
+    Sentence embeddings place a misspelt name (``tom hanx``: cosine 0.56 to ``Tom Hanks``) barely
+    closer to the right label than to an unrelated one (``Steven Spielberg``: 0.62 to ``Tom Hanks``);
+    mixing in the spelling similarity lifts typos without penalising matches that only the
+    embedding sees (``sci-fi`` -> ``Science Fiction``).
+    """
+    return max(cosine, 0.3 * cosine + 0.7 * spelling)
 
 
 def display_text(label: str) -> str:
@@ -307,11 +331,11 @@ class EntityIndex:
                             break
         return hits
 
-    def resolve(self, text: str, *, min_score: float = 0.8) -> str:
+    def resolve(self, text: str, *, min_score: float = 0.7) -> str:
         """The best entity id for ``text``, or raise :class:`EntityNotFound` with suggestions.
 
-        A lexical match wins; otherwise the best semantic candidate with cosine similarity
-        ``>= min_score``.
+        A lexical match wins; otherwise the best semantic candidate whose score
+        (:func:`match_score`) is ``>= min_score``.
 
         Raises:
             EntityNotFound: nothing close enough; ``suggestions`` lists the closest labels.
@@ -365,18 +389,21 @@ class EntityIndex:
         if not texts or not self._texts:
             return [[] for _ in texts]
         q = self._encode([display_text(t) for t in texts])
-        n_search = min(len(self._texts), max(k, 1))
+        n_search = min(len(self._texts), max(k * 4, 20))
         scores, idx = self._faiss.search(q, n_search)
         out: list[list[LinkedEntity]] = []
-        for row_s, row_i in zip(scores.tolist(), idx.tolist(), strict=True):
+        for text, row_s, row_i in zip(texts, scores.tolist(), idx.tolist(), strict=True):
+            ranked: list[tuple[float, int]] = []
+            for cos, i in zip(row_s, row_i, strict=True):
+                if i >= 0:
+                    ranked.append((match_score(float(cos), spelling_similarity(text, self._texts[i])), i))
+            ranked.sort(key=lambda x: -x[0])
             hits: list[LinkedEntity] = []
-            for s, i in zip(row_s, row_i, strict=True):
-                if i < 0:
-                    continue
+            for score, i in ranked:
                 for eid in self._text_ids[i]:
-                    hits.append(
-                        LinkedEntity(eid, self._labels.get(eid, self._texts[i]), float(s), "semantic")
-                    )
+                    hits.append(LinkedEntity(eid, self._labels.get(eid, self._texts[i]), score, "semantic"))
+                if len(hits) >= k:
+                    break
             out.append(hits[:k])
         return out
 
@@ -549,17 +576,20 @@ class EntityIndex:
         when a question has bracketed spans, their ids are returned (all ids sharing the label; a
         span with no lexical match is resolved semantically). Otherwise mentions are found:
 
-        1. label n-grams, longest first, non-overlapping, matched with the ``loose`` key (case and
-           punctuation ignored); spans made only of stopwords are skipped; a span whose case
-           matches the label exactly ranks above one that matches after folding;
+        1. label n-grams, non-overlapping, matched with the ``loose`` key (case, accents and
+           punctuation ignored), ranked: a name-like label (upper case or digits) written exactly
+           as in the question, then longer spans, then name-like labels, then later spans; when
+           some name-like label matched, lower-case labels (MetaQA tags such as ``film``) are
+           dropped; spans made only of stopwords count only when written exactly as a name;
         2. when no n-gram matches, candidate spans (n-grams not starting or ending with a stopword,
-           and the whole question) are embedded in one batch and the best semantic hits with cosine
-           ``>= min_score`` are kept.
+           and the whole question) are embedded in one batch and the best non-overlapping semantic
+           hits with score (:func:`match_score`) ``>= min_score`` are kept (lower-case labels only
+           when no name-like label matched).
 
         Args:
             question: the question text.
             max_entities: most mentions returned for an unbracketed question.
-            min_score: cosine threshold of the semantic fallback.
+            min_score: score threshold of the semantic fallback.
 
         Raises:
             EntityNotFound: a bracketed span matches no entity closely enough.
@@ -587,8 +617,11 @@ class EntityIndex:
         return self._semantic_mentions(question, max_entities, min_score)
 
     def _tokens(self, question: str) -> list[tuple[str, int, int]]:
+        """Word tokens as :func:`loose_key` writes them, with their offsets in the NFKC text."""
         text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+        return [
+            (loose_key(m.group()) or m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)
+        ]
 
     def _ngram_mentions(self, question: str, max_entities: int) -> list[str]:
         toks = self._tokens(question)
@@ -645,14 +678,19 @@ class EntityIndex:
         texts = [text[toks[a][1] : toks[b - 1][2]] for a, b in spans] + [question]
         spans.append((0, len(toks)))
         results = self.search_many(texts, k=1)
-        scored = sorted(
-            ((hits[0].score, span, hits[0].id) for span, hits in zip(spans, results, strict=True) if hits),
-            key=lambda x: -x[0],
-        )
+        scored = [
+            (hits[0].score, span, hits[0].id)
+            for span, hits in zip(spans, results, strict=True)
+            if hits and hits[0].score >= min_score
+        ]
+        # as for n-grams: when a name matched, lower-case labels ("film" for "movies") give way
+        if any(_is_proper(self._labels[eid]) for _, _, eid in scored):
+            scored = [c for c in scored if _is_proper(self._labels[c[2]])]
+        scored.sort(key=lambda x: -x[0])
         taken = [False] * len(toks)
         out: list[str] = []
-        for score, (a, b), eid in scored:
-            if score < min_score or len(out) >= max_entities:
+        for _, (a, b), eid in scored:
+            if len(out) >= max_entities:
                 break
             if any(taken[a:b]) or eid in out:
                 continue
