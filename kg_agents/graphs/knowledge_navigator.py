@@ -90,6 +90,9 @@ class KnowledgeNavigatorContext:
         max_llm_calls: LLM-call budget of the retrieval stage; when spent, retrieval stops and the
             graph reasons over what it has.
         max_answers: answers kept.
+        ground_answers: an answer that is not the label of a retrieved entity is replaced by the
+            retrieved entities its text names (deepest hop first; topic entities excluded), see
+            :func:`ground_answers`; False keeps the LLM's strings as parsed.
         select_max_tokens: most new tokens of a relation choice (passed as ``max_tokens``).
         variants_max_tokens: most new tokens per similar question asked for.
         answer_max_tokens: most new tokens of the answer.
@@ -108,6 +111,7 @@ class KnowledgeNavigatorContext:
     max_triples: int = 200
     max_llm_calls: int = 40
     max_answers: int = 20
+    ground_answers: bool = True
     select_max_tokens: int = 16
     variants_max_tokens: int = 40
     answer_max_tokens: int = 160
@@ -316,6 +320,53 @@ def verbalise(
     return lines
 
 
+def ground_answers(
+    answers: Sequence[str], labels: dict[str, str], depth: dict[str, int], exclude: Iterable[str] = ()
+) -> list[str]:
+    """Map free-text answers onto retrieved entities.
+
+    An answer equal (case-insensitively) to a retrieved entity's label is kept. Otherwise the labels of
+    retrieved entities that occur in it as whole words (longest first, no overlaps; labels of up to
+    3 characters only with matching case) replace it, keeping only those of the deepest hop among them;
+    ``exclude`` (the topic entities) never count. An answer naming no retrieved entity is kept as is.
+
+    Args:
+        answers: parsed LLM answers.
+        labels: entity id -> label, for the retrieved entities.
+        depth: entity id -> the hop at which it was reached.
+        exclude: entity ids never used (the topic entities).
+
+    Example:
+        >>> ground_answers(["Big starred actors Tom Hanks"], {"Big": "Big", "Tom Hanks": "Tom Hanks"},
+        ...                {"Big": 1, "Tom Hanks": 2})
+        ['Tom Hanks']
+    """
+    skip = set(exclude)
+    known = {lab.lower() for e, lab in labels.items() if e not in skip}
+    by_len = sorted(
+        ((lab, e) for e, lab in labels.items() if e not in skip and lab), key=lambda p: -len(p[0])
+    )
+    out: list[str] = []
+    for a in answers:
+        if a.lower() in known:
+            out.append(a)
+            continue
+        taken = [False] * len(a)
+        found: list[tuple[int, str, str]] = []
+        for lab, e in by_len:
+            flags = 0 if len(lab) <= 3 else re.IGNORECASE
+            for m in re.finditer(rf"(?<!\w){re.escape(lab)}(?!\w)", a, flags):
+                if not any(taken[m.start() : m.end()]):
+                    taken[m.start() : m.end()] = [True] * (m.end() - m.start())
+                    found.append((m.start(), lab, e))
+        if not found:
+            out.append(a)
+            continue
+        deepest = max(depth.get(e, 0) for _, _, e in found)
+        out.extend(lab for _, lab, e in sorted(found) if depth.get(e, 0) == deepest)
+    return list(dict.fromkeys(out))
+
+
 def parse_variants(text: str, question: str, m: int) -> list[str]:
     """Up to ``m`` similar questions out of an LLM reply (one a line; numbering and bullets stripped).
 
@@ -361,6 +412,18 @@ def _check_context(ctx: KnowledgeNavigatorContext) -> str | None:
     if ctx.hops is not None and int(ctx.hops) < 1:
         return f"hops must be at least 1 or None (got {ctx.hops!r})"
     return None
+
+
+def _depths(parents: dict[str, Triple], topics: set[str]) -> dict[str, int]:
+    """Hop at which each retrieved entity was reached (its parent chain's length)."""
+    out: dict[str, int] = {}
+    for e in parents:
+        d, cur = 0, e
+        while cur in parents and cur not in topics and d <= len(parents):
+            cur = parents[cur].other(cur)
+            d += 1
+        out[e] = d
+    return out
 
 
 def _clip_hops(h: int, max_hops: int) -> int:
@@ -698,12 +761,17 @@ def create_knowledge_navigator_graph(
     @metered
     def answer(state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
-        answers = parse_answers(state.get("raw_answer") or "")[: ctx.max_answers]
+        parsed = parse_answers(state.get("raw_answer") or "")
         parents = state.get("parents") or {}
         topics = set(state.get("topic_entities") or [])
+        labels = {e: mkg.label(e) for e in parents}
         by_label: dict[str, list[str]] = {}
-        for e in parents:
-            by_label.setdefault(mkg.label(e).lower(), []).append(e)
+        for e, lab in labels.items():
+            by_label.setdefault(lab.lower(), []).append(e)
+        answers = parsed
+        if ctx.ground_answers:
+            answers = ground_answers(parsed, labels, _depths(parents, topics), topics)
+        answers = answers[: ctx.max_answers]
         paths: list[Path] = []
         for a in answers:
             for e in by_label.get(a.lower(), []):
@@ -720,6 +788,7 @@ def create_knowledge_navigator_graph(
         update["trace"] = [
             {
                 "node": "answer",
+                "parsed": parsed,
                 "answers": answers,
                 "unmatched": [a for a in answers if a.lower() not in by_label],
             },
@@ -770,6 +839,7 @@ __all__ = [
     "aggregate_triples",
     "candidate_text",
     "create_knowledge_navigator_graph",
+    "ground_answers",
     "parse_selection",
     "parse_variants",
     "relation_phrase",
