@@ -12,6 +12,7 @@ from kg_agents.graphs.knowledge_navigator import (
     aggregate_triples,
     candidate_text,
     create_knowledge_navigator_graph,
+    ground_answers,
     parse_selection,
     parse_variants,
     relation_phrase,
@@ -348,3 +349,30 @@ def test_hops_trainer_options_typed():
     spec = TrainerSpec("hops", "kg_agents.hops:train_hop_classifier", "")
     opts = parse_options(["hops=1,2", "limit_per_hop=none", "seed=3", "out_dir=/tmp/x"], spec.options())
     assert opts == {"hops": (1, 2), "limit_per_hop": None, "seed": 3, "out_dir": "/tmp/x"}
+
+
+def test_ground_answers():
+    labels = {"Big": "Big", "Tom Hanks": "Tom Hanks", "Big Fish": "Big Fish", "Up": "Up", "1984": "1984"}
+    depth = {"Big": 1, "Big Fish": 1, "Tom Hanks": 2, "Up": 2, "1984": 2}
+    # a known label is kept; a sentence is replaced by the deepest entities it names
+    assert ground_answers(["big"], labels, depth) == ["big"]
+    assert ground_answers(["Big starred actors Tom Hanks"], labels, depth) == ["Tom Hanks"]
+    # longest label first, no overlap: "Big Fish" is not also "Big"
+    assert ground_answers(["Big Fish"], labels, {"Big": 2, "Big Fish": 1}) == ["Big Fish"]
+    # short labels need matching case; topic entities are excluded
+    assert ground_answers(["it went up in 1984"], labels, depth) == ["1984"]
+    assert ground_answers(["Tom Hanks and Big"], labels, depth, exclude=["Tom Hanks"]) == ["Big"]
+    assert ground_answers(["no idea"], labels, depth) == ["no idea"]
+
+
+def test_grounding_switch(kg):
+    script = ["Answer: Splash directed by Ron Howard"]
+    ctx = {"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5}
+    q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    out = create_knowledge_navigator_graph(kg, llm=FakeListChatModel(responses=script)).invoke(q, context=ctx)
+    assert out["answers"] == ["Ron Howard"]
+    assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
+    out = create_knowledge_navigator_graph(kg, llm=FakeListChatModel(responses=script)).invoke(
+        q, context={**ctx, "ground_answers": False}
+    )
+    assert out["answers"] == ["Splash directed by Ron Howard"] and out["paths"] == []
