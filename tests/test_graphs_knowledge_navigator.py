@@ -113,6 +113,8 @@ def test_parse_variants():
         "name the directors of [Babaloo Mandel] films",
     ]
     assert parse_variants(Q + "\n\n- " + Q.upper(), Q, 2) == []
+    # what the local model typically writes: the question again, without brackets
+    assert parse_variants("Question: Who directed the films written by Babaloo Mandel?", Q, 2) == []
 
 
 def test_mask_entities():

@@ -370,14 +370,18 @@ def ground_answers(
 def parse_variants(text: str, question: str, m: int) -> list[str]:
     """Up to ``m`` similar questions out of an LLM reply (one a line; numbering and bullets stripped).
 
-    Lines equal to the original question (case-insensitively) and duplicates are dropped.
+    Lines that equal the original question or an earlier line once case, brackets and punctuation are
+    ignored are dropped (a copy of the question is no variant).
 
     Example:
         >>> parse_variants("1. which films did ENTITY write?\\n2. name the movies written by X", "q", 2)
         ['which films did ENTITY write?', 'name the movies written by X']
     """
+    def norm(t: str) -> str:
+        return " ".join(re.sub(r"[^\w\s]", " ", t.lower()).split())
+
     out: list[str] = []
-    seen = {" ".join(question.lower().split())}
+    seen = {norm(question)}
     for line in (text or "").splitlines():
         s = (
             re.sub(
@@ -390,7 +394,7 @@ def parse_variants(text: str, question: str, m: int) -> list[str]:
             .strip("\"'`“”")
             .strip()
         )
-        key = " ".join(s.lower().split())
+        key = norm(s)
         if len(s) < 8 or key in seen or s.endswith(":"):
             continue
         seen.add(key)
