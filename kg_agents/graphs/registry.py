@@ -84,3 +84,6 @@ register_method("graph_agent", "kg_agents.graphs.graph_cot:create_graph_agent_gr
                 "Graph-CoT/ToT/GoT agent: ReAct over RetrieveNode/NodeFeature/NeighborCheck/NodeDegree")
 register_method("graph_explore", "kg_agents.graphs.graph_cot:create_graph_explore_graph",
                 "Graph-CoT/ToT/GoT with automatic graph exploration (LLM-pruned BFS)")
+register_method("knowledge_navigator",
+                "kg_agents.graphs.knowledge_navigator:create_knowledge_navigator_graph",
+                "KnowledgeNavigator: predicted hops, similar questions, relation vote, templated knowledge")

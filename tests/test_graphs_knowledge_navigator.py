@@ -1,0 +1,380 @@
+"""KnowledgeNavigator: pure helpers, control flow with scripted chat models, and the real thing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+from kg_agents.errors import ConfigError, ModelError
+from kg_agents.graphs.knowledge_navigator import (
+    aggregate_triples,
+    candidate_text,
+    create_knowledge_navigator_graph,
+    ground_answers,
+    parse_selection,
+    parse_variants,
+    relation_phrase,
+    verbalise,
+    weighted_vote,
+)
+from kg_agents.graphs.registry import create_graph, get_method
+from kg_agents.hops import HopClassifier, fit_softmax_head, mask_entities
+from kg_agents.kg import MemoryKG
+from kg_agents.kg.base import Triple
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+
+Q = "who directed the films written by [Babaloo Mandel]"
+VARIANTS = (
+    "1. which directors made the movies written by [Babaloo Mandel]?\n"
+    "2. name the directors of [Babaloo Mandel] films"
+)
+
+
+@pytest.fixture
+def kg():
+    return MemoryKG(CONTRACT_TRIPLES)
+
+
+# --------------------------------------------------------------------------- pure helpers
+def test_relation_phrase_and_candidate_text():
+    assert relation_phrase("starred_actors") == "starred actors"
+    assert relation_phrase("http://x.org/ns#in_language") == "in language"
+    assert candidate_text("written_by", "in", "Babaloo Mandel") == "? written by Babaloo Mandel"
+    assert candidate_text("written_by", "out", "Splash") == "Splash written by ?"
+
+
+@pytest.mark.parametrize(
+    "text,k,want",
+    [
+        ("Answer: 3", 1, [2]),
+        ("Answer: 2, 1", 2, [1, 0]),
+        ("Answer: 9", 1, []),  # out of range
+        ("I choose Splash directed by ?", 1, [0]),
+        ("directed by", 1, [0]),
+        ("release year or written by", 2, [1, 2]),
+        ("no idea", 1, []),
+        ("Answer: 1.", 1, [0]),
+    ],
+)
+def test_parse_selection(text, k, want):
+    options = ["Splash directed by ?", "Splash release year ?", "? written by Splash"]
+    phrases = ["directed by", "release year", "written by"]
+    assert parse_selection(text, options, k, phrases) == want
+
+
+def test_weighted_vote_original_counts_double():
+    # original picks 0, both variants pick 1: 2 vs 2, the original breaks the tie
+    scores, kept = weighted_vote([[0], [1], [1]], [2, 1, 1], 3, 1)
+    assert scores == [2.0, 2.0, 0.0] and kept == [0]
+    # equal weights: the variants win
+    scores, kept = weighted_vote([[0], [1], [1]], [1, 1, 1], 3, 1)
+    assert scores == [1.0, 2.0, 0.0] and kept == [1]
+    # nobody picked anything: nothing kept
+    assert weighted_vote([[], []], [2, 1], 3, 2) == ([0.0, 0.0, 0.0], [])
+    with pytest.raises(ConfigError):
+        weighted_vote([[0]], [1, 1], 2, 1)
+
+
+def test_aggregate_and_verbalise_formats():
+    ts = [
+        Triple("Splash", "written_by", "Babaloo Mandel"),
+        Triple("Parenthood", "written_by", "Babaloo Mandel"),
+        Triple("Splash", "starred_actors", "Tom Hanks"),
+        Triple("Splash", "starred_actors", "Daryl Hannah"),
+        Triple("Splash", "written_by", "Babaloo Mandel"),  # duplicate
+    ]
+    assert aggregate_triples(ts) == [
+        ("tail", "written_by", "Babaloo Mandel", ["Splash", "Parenthood"]),
+        ("head", "starred_actors", "Splash", ["Tom Hanks", "Daryl Hannah"]),
+    ]
+    assert verbalise(ts, "joined_sentences") == [
+        "Splash, Parenthood written by Babaloo Mandel.",
+        "Splash starred actors Tom Hanks, Daryl Hannah.",
+    ]
+    assert verbalise(ts, "joined_triples") == [
+        "[[Splash, Parenthood], written_by, Babaloo Mandel]",
+        "[Splash, starred_actors, [Tom Hanks, Daryl Hannah]]",
+    ]
+    assert verbalise(ts, "single_triples")[0] == "[Splash, written_by, Babaloo Mandel]"
+    assert len(verbalise(ts, "single_triples")) == 4
+    assert verbalise(ts, "single_sentences")[1] == "Parenthood written by Babaloo Mandel."
+    custom = verbalise(ts[:1], "single_sentences", head_template="The {relation} of {head} is: {tails}.")
+    assert custom == ["The written by of Splash is: Babaloo Mandel."]
+    with pytest.raises(ConfigError):
+        verbalise(ts, "tables")
+
+
+def test_parse_variants():
+    got = parse_variants(VARIANTS + "\n3. a third one here?", Q, 2)
+    assert got == [
+        "which directors made the movies written by [Babaloo Mandel]?",
+        "name the directors of [Babaloo Mandel] films",
+    ]
+    assert parse_variants(Q + "\n\n- " + Q.upper(), Q, 2) == []
+    # what the local model typically writes: the question again, without brackets
+    assert parse_variants("Question: Who directed the films written by Babaloo Mandel?", Q, 2) == []
+
+
+def test_mask_entities():
+    assert mask_entities(Q) == "who directed the films written by ENTITY"
+    assert mask_entities("Who wrote Big and big fish", ["Big"]) == "Who wrote ENTITY and ENTITY fish"
+    assert mask_entities("who wrote Bigger", ["Big"]) == "who wrote Bigger"
+
+
+def test_fit_softmax_head_separates_and_roundtrips(tmp_path):
+    rng = np.random.default_rng(1)
+    centers = np.eye(3, 8) * 3
+    y = rng.integers(0, 3, 300)
+    x = (centers[y] + rng.standard_normal((300, 8)) * 0.3).astype(np.float32)
+    w, b = fit_softmax_head(x, y, 3, epochs=200, seed=0)
+    assert ((x @ w + b).argmax(1) == y).mean() > 0.98
+    clf = HopClassifier(w, b, [1, 2, 3], meta={"note": "test"})
+    back = HopClassifier.load(clf.save(tmp_path / "hops"))
+    np.testing.assert_allclose(back.weight, w)
+    assert back.classes == [1, 2, 3] and back.meta["note"] == "test"
+    with pytest.raises(ModelError, match="train one"):
+        HopClassifier.load(tmp_path / "nothing")
+    with pytest.raises(ConfigError):
+        HopClassifier(w, b, [1, 2])
+
+
+# --------------------------------------------------------------------------- control flow
+def _script():
+    return [
+        VARIANTS,  # similar questions
+        # hop 1: Babaloo Mandel has one candidate (~written_by): no call.
+        # hop 2, group {Splash}: directed_by, release_year, starred_actors, written_by, in that order
+        "Answer: 1",
+        "Answer: 3",
+        "Answer: 3",
+        # hop 2, group {Parenthood}: directed_by, starred_actors, written_by
+        "Answer: 1",
+        "Answer: 1",
+        "Answer: 2",
+        "Answer: Ron Howard",  # reasoning
+    ]
+
+
+def test_two_hop_vote_paths_usage(kg):
+    llm = FakeListChatModel(responses=_script())
+    g = create_knowledge_navigator_graph(kg, llm=llm)
+    out = g.invoke({"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2})
+    assert out["answers"] == ["Ron Howard"]
+    # Ron Howard was first reached from Splash (the first core entity of hop 2)
+    assert [p.to_text() for p in out["paths"]] == [
+        "Babaloo Mandel -> ~written_by -> Splash -> directed_by -> Ron Howard"
+    ]
+    assert out["usage"]["llm_calls"] == 8
+    assert out["errors"] == []
+    votes = [t for t in out["trace"] if t["node"] == "select_relations"]
+    assert len(votes) == 2
+    assert votes[0]["votes"][0]["asked_llm"] is False and votes[0]["votes"][0]["kept"] == ["~written_by"]
+    splash = next(v for v in votes[1]["votes"] if v["entities"] == ["Splash"])
+    assert splash["choices"] == [["directed_by"], ["starred_actors"], ["starred_actors"]]
+    assert splash["scores"] == [2.0, 0.0, 2.0, 0.0] and splash["kept"] == ["directed_by"]
+    assert "Splash, Parenthood written by Babaloo Mandel." in out["evidence"]
+    assert "Splash, Parenthood directed by Ron Howard." in out["evidence"]
+    assert not any("Tom Hanks" in e for e in out["evidence"])
+    assert any(t.get("paths_kept") == 1 and t.get("paths_dropped") == 0 for t in out["trace"])
+
+
+def test_variant_weight_changes_the_vote(kg):
+    llm = FakeListChatModel(responses=_script())
+    g = create_knowledge_navigator_graph(kg, llm=llm)
+    out = g.invoke(
+        {"question": Q, "topic_entities": ["Babaloo Mandel"]},
+        context={"hops": 2, "original_weight": 1.0},
+    )
+    assert any("starred actors Tom Hanks" in e for e in out["evidence"])
+    assert not any("Splash directed by" in e for e in out["evidence"])
+
+
+def test_no_variants_one_call_per_group_and_per_entity_mode(kg):
+    llm = FakeListChatModel(responses=["Answer: 1", "Answer: 1", "Answer: Ron Howard"])
+    g = create_knowledge_navigator_graph(kg, llm=llm)
+    out = g.invoke(
+        {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
+    )
+    assert out["usage"]["llm_calls"] == 3 and out["answers"] == ["Ron Howard"]
+    # Cast Away and Forrest Gump have the same candidates: one call per entity in the paper's mode ...
+    llm2 = FakeListChatModel(responses=["Answer: 1", "Answer: 1", "Answer: x"])
+    g2 = create_knowledge_navigator_graph(kg, llm=llm2, grouping="none")
+    out2 = g2.invoke(
+        {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
+        context={"hops": 1, "num_variants": 0},
+    )
+    assert out2["usage"]["llm_calls"] == 3
+    llm3 = FakeListChatModel(responses=["Answer: 1", "Answer: x"])
+    out3 = create_knowledge_navigator_graph(kg, llm=llm3).invoke(
+        {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
+        context={"hops": 1, "num_variants": 0},
+    )
+    assert out3["usage"]["llm_calls"] == 2  # identical candidate sets share one call
+    assert out3["answers"] == ["x"] and out3["paths"] == []  # an answer not in the knowledge has no path
+
+
+def test_llm_budget_stops_retrieval(kg):
+    llm = FakeListChatModel(responses=[VARIANTS, "Answer: Ron Howard"])
+    g = create_knowledge_navigator_graph(kg, llm=llm)
+    out = g.invoke(
+        {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 3, "max_llm_calls": 3}
+    )
+    assert out["usage"]["llm_calls"] == 2
+    verb = next(t for t in out["trace"] if t["node"] == "verbalise")
+    assert "max_llm_calls=3" in verb["stop_reason"]
+    assert out["evidence"] == ["Splash, Parenthood written by Babaloo Mandel."]
+
+
+def test_fanout_and_core_limits_traced(kg):
+    llm = FakeListChatModel(responses=["Answer: Tom Hanks"])
+    g = create_knowledge_navigator_graph(kg, llm=llm, fanout_limit=2)
+    out = g.invoke(
+        {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
+        context={"hops": 1, "num_variants": 0, "max_core_entities": 1},
+    )
+    exp = next(t for t in out["trace"] if t["node"] == "expand")
+    assert exp["fanout_truncated"] == ["Tom Hanks ~starred_actors"]
+    assert exp["triples"] == 2 and exp["core_cut"] is True
+
+
+@pytest.mark.parametrize(
+    "context,msg",
+    [({"knowledge_format": "tables"}, "knowledge_format"), ({"top_k": 0}, "top_k"), ({"hops": 0}, "hops")],
+)
+def test_bad_options_recorded_not_raised(kg, context, msg):
+    llm = FakeListChatModel(responses=[])
+    out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
+        {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context=context
+    )
+    assert out["answers"] == [] and out["paths"] == [] and msg in out["errors"][0]
+    assert out["usage"]["llm_calls"] == 0
+
+
+def test_empty_question_and_unknown_entity_end(kg):
+    llm = FakeListChatModel(responses=[])
+    g = create_knowledge_navigator_graph(kg, llm=llm)
+    out = g.invoke({"question": "  "})
+    assert out["answers"] == [] and out["errors"]
+    out = g.invoke({"question": "who is [Nobody]", "topic_entities": ["Nobody Known"]})
+    assert out["answers"] == [] and "unknown topic entities" in out["errors"][0]
+    assert out["usage"]["llm_calls"] == 0
+
+
+def test_fewshot_prompt_used(kg):
+    seen = []
+    limits = []
+
+    class Recording(FakeListChatModel):
+        def invoke(self, messages, *a, **k):  # type: ignore[override]
+            seen.append(messages)
+            limits.append(k.get("max_tokens"))
+            return super().invoke(messages, *a, **k)
+
+    llm = Recording(responses=["Answer: Ron Howard"])
+    out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
+        context={
+            "hops": 1,
+            "num_variants": 0,
+            "top_k": 5,
+            "top_m": 5,
+            "fewshot": True,
+            "answer_max_tokens": 33,
+        },
+    )
+    assert limits == [33]
+    assert out["answers"] == ["Ron Howard"]
+    assert len(seen) == 1 and len(seen[0]) == 6  # system + 2 examples (human, ai) + the question
+    assert "Splash directed by Ron Howard." in seen[0][-1].content
+
+
+def test_stream_checkpointer_ainvoke_registry(kg):
+    llm = FakeListChatModel(responses=["Answer: Ron Howard"] * 4)
+    g = create_knowledge_navigator_graph(kg, llm=llm, checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t"}}
+    events = list(
+        g.stream(
+            {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
+            cfg,
+            context={"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5},
+        )
+    )
+    assert [next(iter(e)) for e in events] == [
+        "link_entities",
+        "analyse_question",
+        "select_relations",
+        "expand",
+        "verbalise",
+        "reason",
+        "answer",
+    ]
+    assert [p.to_text() for p in g.get_state(cfg).values["paths"]] == ["Splash -> directed_by -> Ron Howard"]
+    assert get_method("knowledge_navigator").options()["grouping"].default == "candidates"
+    g2 = create_graph("knowledge_navigator", kg, llm=llm)
+    assert g2.name == "knowledge_navigator"
+
+
+async def test_ainvoke(kg):
+    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    out = await create_knowledge_navigator_graph(kg, llm=llm).ainvoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
+        context={"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5},
+    )
+    assert out["answers"] == ["Ron Howard"] and len(out["paths"]) == 1
+
+
+def test_hop_grouping_one_call_over_the_union(kg):
+    llm = FakeListChatModel(responses=["Answer: 2", "Answer: 1984"])
+    g = create_knowledge_navigator_graph(kg, llm=llm, grouping="hop")
+    out = g.invoke(
+        {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
+    )
+    assert out["usage"]["llm_calls"] == 2
+    vote = [t for t in out["trace"] if t["node"] == "select_relations"][1]["votes"][0]
+    assert vote["entities"] == ["Splash", "Parenthood"]
+    assert vote["candidates"] == ["directed_by", "release_year", "starred_actors", "written_by"]
+    assert vote["kept"] == ["release_year"]
+    assert "Splash release year 1984." in out["evidence"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Babaloo Mandel -> ~written_by -> Splash -> release_year -> 1984"
+    ]
+    with pytest.raises(ConfigError):
+        create_knowledge_navigator_graph(kg, llm=llm, grouping="entity")
+
+
+def test_hops_trainer_options_typed():
+    from kg_agents.options import parse_options
+    from kg_agents.train import TrainerSpec
+
+    spec = TrainerSpec("hops", "kg_agents.hops:train_hop_classifier", "")
+    opts = parse_options(["hops=1,2", "limit_per_hop=none", "seed=3", "out_dir=/tmp/x"], spec.options())
+    assert opts == {"hops": (1, 2), "limit_per_hop": None, "seed": 3, "out_dir": "/tmp/x"}
+
+
+def test_ground_answers():
+    labels = {"Big": "Big", "Tom Hanks": "Tom Hanks", "Big Fish": "Big Fish", "Up": "Up", "1984": "1984"}
+    depth = {"Big": 1, "Big Fish": 1, "Tom Hanks": 2, "Up": 2, "1984": 2}
+    # a known label is kept; a sentence is replaced by the deepest entities it names
+    assert ground_answers(["big"], labels, depth) == ["big"]
+    assert ground_answers(["Big starred actors Tom Hanks"], labels, depth) == ["Tom Hanks"]
+    # longest label first, no overlap: "Big Fish" is not also "Big"
+    assert ground_answers(["Big Fish"], labels, {"Big": 2, "Big Fish": 1}) == ["Big Fish"]
+    # short labels need matching case; topic entities are excluded
+    assert ground_answers(["it went up in 1984"], labels, depth) == ["1984"]
+    assert ground_answers(["Tom Hanks and Big"], labels, depth, exclude=["Tom Hanks"]) == ["Big"]
+    assert ground_answers(["no idea"], labels, depth) == ["no idea"]
+
+
+def test_grounding_switch(kg):
+    script = ["Answer: Splash directed by Ron Howard"]
+    ctx = {"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5}
+    q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    out = create_knowledge_navigator_graph(kg, llm=FakeListChatModel(responses=script)).invoke(q, context=ctx)
+    assert out["answers"] == ["Ron Howard"]
+    assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
+    out = create_knowledge_navigator_graph(kg, llm=FakeListChatModel(responses=script)).invoke(
+        q, context={**ctx, "ground_answers": False}
+    )
+    assert out["answers"] == ["Splash directed by Ron Howard"] and out["paths"] == []

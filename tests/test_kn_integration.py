@@ -1,0 +1,59 @@
+"""KnowledgeNavigator with the real local model, the real MetaQA KG and the bundled hop classifier."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kg_agents.kg.base import verify_path
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def metaqa():
+    from kg_agents import open_kg
+
+    return open_kg("metaqa")
+
+
+def test_hop_classifier_bundled_validation_accuracy():
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.hops import load_hop_classifier
+
+    clf = load_hop_classifier()
+    assert clf.classes == [1, 2, 3]
+    questions, gold = [], []
+    for h in (1, 2, 3):
+        qs = list(load_metaqa(h, split="validation", seed=0, limit=40))
+        questions += [q.question for q in qs]
+        gold += [h] * len(qs)
+    pred = clf.predict(questions)
+    accuracy = sum(p == g for p, g in zip(pred, gold, strict=True)) / len(gold)
+    assert len(gold) == 120 and accuracy >= 0.9
+    # user questions without brackets: the linked entity label is masked instead
+    assert clf.predict(["who directed Splash"], [["Splash"]]) == clf.predict(["who directed [Splash]"])
+
+
+def test_knowledge_navigator_local_model_metaqa(metaqa):
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.graphs.knowledge_navigator import create_knowledge_navigator_graph
+    from kg_agents.llm import resolve_chat_model
+
+    q = next(iter(load_metaqa(1, split="validation", seed=0, limit=1)))
+    topics = re.findall(r"\[([^\[\]]+)\]", q.question)
+    g = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"))
+    out = g.invoke(
+        {"question": q.question, "topic_entities": topics},
+        context={"num_variants": 1, "max_llm_calls": 4, "max_triples": 40, "answer_max_tokens": 48},
+    )
+    assert out["errors"] == []
+    analysis = next(t for t in out["trace"] if t["node"] == "analyse_question")
+    assert analysis["hops_source"] == "classifier" and 1 <= analysis["hops"] <= 3
+    votes = [t for t in out["trace"] if t["node"] == "select_relations"]
+    assert votes and votes[0]["weights"] == [2.0, 1.0]
+    assert out["evidence"], "the first hop always retrieves the kept relation's triples"
+    assert 2 <= out["usage"]["llm_calls"] <= 5 and out["usage"]["input_tokens"] > 0
+    for p in out["paths"]:
+        assert verify_path(metaqa, p) and p.start in topics
