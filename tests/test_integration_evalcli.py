@@ -39,6 +39,8 @@ def test_demo_links_and_answers(capsys):
     assert "Usage: 1 LLM calls" in out
     paths = out.split("Reasoning paths:")[1].split("Usage:")[0].strip().splitlines()
     assert all(p.strip().startswith("Splash -> ") for p in paths if p.strip() != "(none)")
+    # The default demo method (dualr) finds the director with a verified path.
+    assert "Splash -> directed_by -> Ron Howard" in out
 
 
 def test_ask_json_with_the_local_model(capsys):
