@@ -15,8 +15,8 @@ import argparse
 import time
 
 import numpy as np
-from kg_agents.eval.datasets import load_metaqa
 
+from kg_agents.eval.datasets import load_metaqa
 from kg_agents.hops import load_hop_classifier
 
 

@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_ask)
 
     d = sub.add_parser("demo", help="answer a sample MetaQA question with the local model")
-    d.add_argument("--method", default="dualr", help="a registered method (default: dualr, GNN + one LLM call)")
+    d.add_argument("--method", default="dualr", help="a registered method (default: dualr)")
     d.add_argument("--model", default="local")
     d.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
     d.add_argument("--question", default=DEMO_QUESTION)

@@ -54,7 +54,7 @@ from kg_agents.graphs.state import (
     invoke_llm,
     metered,
 )
-from kg_agents.kg.base import Direction, KnowledgeGraph, Path, Triple
+from kg_agents.kg.base import Direction, KnowledgeGraph, Path, Triple, check_direction
 from kg_agents.prompts import as_prompt
 
 KnowledgeFormat = Literal["single_triples", "joined_triples", "single_sentences", "joined_sentences"]
@@ -673,7 +673,7 @@ def create_knowledge_navigator_graph(
         truncated: list[str] = []
         for e in state.get("core") or []:
             for rel, direction in selected.get(e, []):
-                tl = mkg.neighbors(e, rel, direction, limit=fanout_limit)
+                tl = mkg.neighbors(e, rel, check_direction(direction), limit=fanout_limit)
                 if tl.truncated:
                     truncated.append(f"{e} {'~' if direction == 'in' else ''}{rel}")
                 for t in tl:

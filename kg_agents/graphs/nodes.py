@@ -60,7 +60,7 @@ def resolve_entities(kg: KnowledgeGraph, index: Any, names: Iterable[str]) -> tu
 
 def make_link_entities_node(
     kg: KnowledgeGraph, index: Any | Callable[[], Any] | None = None, *, name: str = "link_entities"
-) -> Callable[[ReasoningState], dict[str, Any]]:
+) -> Callable[..., dict[str, Any]]:
     """Build the ``link_entities`` node.
 
     Given ``topic_entities`` (ids or labels) are resolved; otherwise the question's entities are

@@ -194,6 +194,8 @@ class LocalConstrainedDecoder:
         for m in prompt:
             if isinstance(m, dict):
                 msgs.append({"role": m["role"], "content": m["content"]})
+            elif isinstance(m, str):
+                msgs.append({"role": "user", "content": m})
             else:  # a LangChain BaseMessage
                 role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
                 msgs.append({"role": role, "content": str(m.content)})
