@@ -1,6 +1,19 @@
-"""kg-agents: faithful LLM reasoning over knowledge graphs, as LangGraph state machines."""
+"""kg-agents: faithful LLM reasoning over knowledge graphs, as LangGraph state machines.
+
+The short public API::
+
+    from kg_agents import open_kg, create_graph, resolve_chat_model
+    kg = open_kg("metaqa")
+    graph = create_graph("dualr", kg, llm=resolve_chat_model("local"))
+    graph.invoke({"question": "who directed [Splash]"})
+
+Heavier names (graph factories, models, the entity index) are imported on first use.
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from kg_agents.errors import (
     ConfigError,
@@ -16,10 +29,27 @@ from kg_agents.kg import KnowledgeGraph, MemoryKG, Path, Triple, open_kg, verify
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "EntityIndex": "kg_agents.kg.index",
+    "create_graph": "kg_agents.graphs.registry",
+    "list_methods": "kg_agents.graphs.registry",
+    "resolve_chat_model": "kg_agents.llm.resolve",
+    "kg_toolkit": "kg_agents.tools",
+    "reasoning_tool": "kg_agents.tools",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ConfigError",
     "DataFormatError",
     "EndpointError",
+    "EntityIndex",
     "EntityNotFound",
     "InvalidTermError",
     "KGAgentsError",
@@ -30,6 +60,11 @@ __all__ = [
     "Path",
     "Triple",
     "__version__",
+    "create_graph",
+    "kg_toolkit",
+    "list_methods",
     "open_kg",
+    "reasoning_tool",
+    "resolve_chat_model",
     "verify_path",
 ]
