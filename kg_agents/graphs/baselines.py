@@ -26,7 +26,13 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.graphs.nodes import error_update, make_link_entities_node, parse_answers, verified_paths_update
+from kg_agents.graphs.nodes import (
+    default_llm,
+    error_update,
+    make_link_entities_node,
+    parse_answers,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -37,15 +43,6 @@ from kg_agents.graphs.state import (
 )
 from kg_agents.kg.base import KnowledgeGraph, Path, Triple
 from kg_agents.prompts import as_prompt
-
-
-def default_llm(llm: Any) -> Any:
-    """``llm`` itself, or the embedded local chat model when None."""
-    if llm is not None:
-        return llm
-    from kg_agents.llm import resolve_chat_model
-
-    return resolve_chat_model("local")
 
 
 def _named_in(label: str, answers: list[str]) -> bool:

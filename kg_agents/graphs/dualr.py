@@ -30,7 +30,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import error_update, make_link_entities_node, parse_answers, verified_paths_update
+from kg_agents.graphs.nodes import (
+    default_llm,
+    error_update,
+    make_link_entities_node,
+    parse_answers,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -311,8 +317,4 @@ def create_dualr_graph(
 def _resolve_llm(llm: Any) -> Any:
     if llm is None or (isinstance(llm, str) and llm.strip().lower() in ("none", "")):
         return None
-    if isinstance(llm, str):
-        from kg_agents.llm import resolve_chat_model  # type: ignore[attr-defined]
-
-        return resolve_chat_model(llm)
-    return llm
+    return default_llm(llm)

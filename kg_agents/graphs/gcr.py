@@ -150,7 +150,7 @@ def create_gcr_graph(
         decoder = LocalConstrainedDecoder()
     if general_llm is _DEFAULT:
         if llm is None:
-            from kg_agents.graphs.baselines import default_llm
+            from kg_agents.graphs.nodes import default_llm
 
             general = default_llm(None)
         else:

@@ -70,7 +70,13 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import error_update, parse_answers, resolve_entities, verified_paths_update
+from kg_agents.graphs.nodes import (
+    default_llm,
+    error_update,
+    parse_answers,
+    resolve_entities,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -939,14 +945,6 @@ def _prompts(overrides: dict[str, Any] | None, names: Sequence[str]) -> dict[str
     return {n: as_prompt(overrides.get(n), PROMPT_DIR, n) for n in names}
 
 
-def _default_llm(llm: Any) -> Any:
-    if llm is not None:
-        return llm
-    from kg_agents.llm import resolve_chat_model  # type: ignore[attr-defined]
-
-    return resolve_chat_model("local")
-
-
 _COMMON = ("select_vote", "score_vote", "merge", "final_answer")
 
 
@@ -1004,7 +1002,7 @@ def create_graph_agent_graph(
     mkg = MeteredKG(kg)
     box = KGToolbox(mkg, index, max_neighbors=max_neighbors)
     templates = _prompts(prompts, ("agent_step", "agent_tools", *_COMMON))
-    method = _AgentMethod(_default_llm(llm), mkg, box, templates, max_context_triples, temperature,
+    method = _AgentMethod(default_llm(llm), mkg, box, templates, max_context_triples, temperature,
                           action_mode=action_mode, max_actions=max_actions)
     return _build_graph(method, defaults, index=index, checkpointer=checkpointer)
 
@@ -1067,7 +1065,7 @@ def create_graph_explore_graph(
     box = KGToolbox(mkg, index)
     names = ("explore_thought", "explore_extract", "explore_prune_relations", "explore_prune_entities",
              "explore_end", *_COMMON)
-    method = _ExploreMethod(_default_llm(llm), mkg, box, _prompts(prompts, names), max_context_triples,
+    method = _ExploreMethod(default_llm(llm), mkg, box, _prompts(prompts, names), max_context_triples,
                             temperature,
                             max_entities=max_entities, max_relations=max_relations, fanout_limit=fanout_limit,
                             keep_entities=keep_entities)

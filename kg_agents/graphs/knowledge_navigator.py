@@ -480,7 +480,7 @@ def create_knowledge_navigator_graph(
         >>> g.invoke({"question": "what genres are the films directed by [Ron Howard]"},
         ...          context={"hops": 2, "num_variants": 0})               # doctest: +SKIP
     """
-    from kg_agents.graphs.baselines import default_llm
+    from kg_agents.graphs.nodes import default_llm
 
     if fanout_limit < 1:
         raise ConfigError("fanout_limit must be at least 1")

@@ -151,3 +151,15 @@ def parse_answers(text: str, *, max_answers: int = 50) -> list[str]:
         if len(out) >= max_answers:
             break
     return out
+
+
+def default_llm(llm: Any) -> Any:
+    """The chat model a graph uses: ``llm`` itself, a ``resolve_chat_model`` spec resolved
+    (``"local"``, ``"openai:<model>"``), or the embedded local model when None."""
+    from kg_agents.llm import resolve_chat_model
+
+    if llm is None:
+        return resolve_chat_model("local")
+    if isinstance(llm, str):
+        return resolve_chat_model(llm)
+    return llm
