@@ -97,6 +97,7 @@ def create_gcr_graph(
     llm: Any = None,
     general_llm: Any = _DEFAULT,
     decoder: Any = None,
+    adapter: str | None = None,
     index: Any = None,
     num_beams: int = 10,
     max_hops: int = 2,
@@ -120,6 +121,9 @@ def create_gcr_graph(
             (the paper's "w/o general LLM" ablation: one LLM call per question).
         decoder: a ``ConstrainedDecoder`` (the KG-specialised model; default: the embedded local
             model in a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`).
+        adapter: a GCR LoRA adapter for the default local decoder (the fine-tuned KG-specialised
+            model of eq. 8): ``"bundled"`` or a directory from ``kg-agents train gcr``; None: the
+            zero-shot local model. Not with ``decoder``.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
@@ -133,10 +137,12 @@ def create_gcr_graph(
         checkpointer: a LangGraph checkpointer.
 
     Raises:
-        ConfigError: an unknown ``prompt_style`` or a decoder whose tokenizer differs from the cache's.
+        ConfigError: an unknown ``prompt_style``, ``adapter`` together with ``decoder``, no adapter at
+            ``adapter``, or a decoder whose tokenizer differs from the cache's.
 
     Example:
         >>> graph = create_gcr_graph(kg, general_llm=None, num_beams=5)                # doctest: +SKIP
+        >>> tuned = create_gcr_graph(kg, adapter="bundled")  # fine-tuned path generator  # doctest: +SKIP
         >>> graph.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})  # doctest: +SKIP
     """
     if prompt_style not in PROMPT_STYLES:
@@ -144,6 +150,12 @@ def create_gcr_graph(
     if num_beams < 1 or max_hops < 1:
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
     mkg = MeteredKG(kg)
+    if adapter is not None:
+        if decoder is not None:
+            raise ConfigError("give either adapter= (for the local decoder) or decoder=, not both")
+        from kg_agents.graphs.gcr_train import load_gcr_decoder
+
+        decoder = load_gcr_decoder(adapter)
     if decoder is None:
         from kg_agents.llm.constrained import LocalConstrainedDecoder
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path as FsPath
@@ -78,6 +79,8 @@ def _encode(examples: list[dict[str, Any]], decoder: Any, max_len: int) -> list[
     for ex in examples:
         prompt_ids = tok(decoder.render(ex["messages"]), add_special_tokens=False)["input_ids"]
         target_ids = tok(ex["target"] + eos, add_special_tokens=False)["input_ids"]
+        if len(prompt_ids) >= max_len:  # nothing left to learn from: every label would be masked
+            continue
         ids = (prompt_ids + target_ids)[:max_len]
         rows.append((ids, len(prompt_ids)))
     return rows
@@ -93,8 +96,10 @@ def train_gcr(
     lora_r: int = 8,
     lora_alpha: int = 16,
     max_hops: int = 2,
+    max_paths_per_question: int = 1,
     max_len: int = 256,
     seed: int = 0,
+    log_every: int = 10,
     out: str = "runs/gcr-lora",
 ) -> dict[str, Any]:
     """Fine-tune the local model as GCR's path generator with LoRA on MetaQA dev-train questions.
@@ -106,13 +111,26 @@ def train_gcr(
         lr: peak learning rate (cosine schedule, 3% warm-up).
         batch_size: examples per step.
         lora_r, lora_alpha: LoRA rank and scale (q/k/v/o projections).
-        max_hops: longest training path.
-        max_len: examples are cut at this many tokens.
+        max_hops: longest training path (keep it equal to the graph's ``max_hops``, L).
+        max_paths_per_question: shortest paths kept per question (one example each); with a small
+            budget, more questions with one path each cover more question forms than more paths.
+        max_len: examples are cut at this many tokens (an example whose prompt alone is longer is
+            dropped).
         seed: data order and sampling seed.
+        log_every: print the mean loss of the last this-many steps to stderr (0: silent).
         out: directory for the adapter and ``gcr_train.json``.
 
     Returns:
-        ``{"out", "examples", "steps", "seconds", "first_loss", "last_loss"}``.
+        ``{"out", "examples", "questions", "steps", "seconds", "first_loss", "last_loss", "loss_curve",
+        ...}`` (also written to ``out/gcr_train.json``); ``loss_curve`` holds ``[step, mean loss]``
+        every ``log_every`` steps.
+
+    Raises:
+        ConfigError: bad ``hops`` or no training example.
+
+    Example:
+        >>> train_gcr(hops="1,2,3", limit=350, epochs=1, out="runs/gcr-lora")            # doctest: +SKIP
+        {'out': 'runs/gcr-lora', 'examples': 889, 'steps': 112, ...}
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -130,13 +148,16 @@ def train_gcr(
     torch.manual_seed(seed)
     kg = open_kg("metaqa")
     questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
-    examples = gcr_training_examples(kg, questions, max_hops=max_hops)
+    examples = gcr_training_examples(kg, questions, max_hops=max_hops,
+                                     max_paths_per_question=max_paths_per_question)
     if not examples:
         raise ConfigError("no training example: no question has a path to its answers")
     _, tok = load_local_model()
     model = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
     decoder = LocalConstrainedDecoder(model, tok)
     rows = _encode(examples, decoder, max_len)
+    if not rows:
+        raise ConfigError(f"every example's prompt is longer than max_len={max_len}")
     cfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=0.05, task_type="CAUSAL_LM",
                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
     peft_model = get_peft_model(model, cfg)
@@ -147,6 +168,7 @@ def train_gcr(
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     rng = random.Random(seed)
     losses: list[float] = []
+    curve: list[list[float]] = []
     t0 = time.perf_counter()
     for _ in range(epochs):
         order = list(range(len(rows)))
@@ -166,7 +188,12 @@ def train_gcr(
             opt.step()
             sched.step()
             opt.zero_grad()
-            losses.append(float(loss))
+            losses.append(loss.item())
+            if log_every > 0 and len(losses) % log_every == 0:
+                window = losses[-log_every:]
+                curve.append([len(losses), sum(window) / len(window)])
+                print(f"gcr train: step {len(losses)}/{steps} loss {curve[-1][1]:.4f} "
+                      f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - t0
     target = FsPath(out)
     target.mkdir(parents=True, exist_ok=True)
@@ -174,16 +201,53 @@ def train_gcr(
     info = {"out": str(target), "examples": len(rows), "questions": len(questions), "hops": hop_list,
             "steps": len(losses), "seconds": seconds, "first_loss": losses[0] if losses else None,
             "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
-            "lr": lr, "epochs": epochs, "lora_r": lora_r, "batch_size": batch_size, "seed": seed}
+            "lr": lr, "epochs": epochs, "lora_r": lora_r, "lora_alpha": lora_alpha, "batch_size": batch_size,
+            "max_hops": max_hops, "max_paths_per_question": max_paths_per_question, "max_len": max_len,
+            "seed": seed, "split": "train", "base_model": "SmolLM2-135M-Instruct", "loss_curve": curve}
     (target / "gcr_train.json").write_text(json.dumps(info, indent=1))
     return info
 
 
-def load_gcr_decoder(adapter: str, **kwargs: Any) -> Any:
-    """A ``LocalConstrainedDecoder`` over a fresh copy of the local model with a GCR LoRA adapter merged.
+#: The adapter shipped with the package (``adapter="bundled"``).
+BUNDLED_ADAPTER = FsPath(__file__).resolve().parent.parent / "checkpoints" / "gcr" / "metaqa"
+
+
+def resolve_adapter(adapter: str | FsPath) -> FsPath:
+    """The directory of a GCR LoRA adapter: ``"bundled"`` or a path written by ``kg-agents train gcr``.
+
+    Args:
+        adapter: ``"bundled"`` (the package's MetaQA adapter) or a directory holding
+            ``adapter_config.json``.
 
     Raises:
-        ModelError: the adapter cannot be loaded.
+        ConfigError: the directory (or the bundled adapter) does not exist or holds no adapter.
+
+    Example:
+        >>> resolve_adapter("runs/gcr-lora")                                              # doctest: +SKIP
+        PosixPath('runs/gcr-lora')
+    """
+    path = BUNDLED_ADAPTER if str(adapter) == "bundled" else FsPath(adapter).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        what = "the bundled GCR adapter" if str(adapter) == "bundled" else "a GCR adapter"
+        raise ConfigError(f"{path} is not {what} (no adapter_config.json there); "
+                          "train one with `kg-agents train gcr --set out=DIR` and pass adapter=DIR")
+    return path
+
+
+def load_gcr_decoder(adapter: str | FsPath, **kwargs: Any) -> Any:
+    """A ``LocalConstrainedDecoder`` over a fresh copy of the local model with a GCR LoRA adapter merged.
+
+    Args:
+        adapter: ``"bundled"`` or an adapter directory (see :func:`resolve_adapter`).
+        **kwargs: options of :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`.
+
+    Raises:
+        ConfigError: no adapter at ``adapter``.
+        ModelError: the adapter cannot be loaded (e.g. trained on another base model).
+
+    Example:
+        >>> dec = load_gcr_decoder("bundled")                                             # doctest: +SKIP
+        >>> create_gcr_graph(open_kg("metaqa"), decoder=dec)                              # doctest: +SKIP
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -191,12 +255,13 @@ def load_gcr_decoder(adapter: str, **kwargs: Any) -> Any:
     from kg_agents.llm.constrained import LocalConstrainedDecoder
     from kg_agents.llm.local_model import ensure_converted, load_local_model
 
+    path = resolve_adapter(adapter)
     try:
         from peft import PeftModel
 
         _, tok = load_local_model()
         base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
-        model = PeftModel.from_pretrained(base, adapter).merge_and_unload().eval()
-    except (OSError, ValueError, ImportError) as exc:
+        model = PeftModel.from_pretrained(base, str(path)).merge_and_unload().eval()
+    except (OSError, ValueError, ImportError, RuntimeError, KeyError) as exc:
         raise ModelError(f"could not load the GCR adapter at {adapter}: {exc}") from exc
     return LocalConstrainedDecoder(model, tok, **kwargs)
