@@ -43,7 +43,7 @@ def test_adapter_is_a_command_line_option():
 @pytest.mark.integration
 def test_train_gcr_then_decode_paths_that_verify(tmp_path):
     """Two real LoRA steps on the local model, then the gcr graph decodes with the adapter merged."""
-    from kg_agents.graphs.gcr_train import train_gcr
+    from kg_agents.graphs.gcr_train import BASE_MODEL, train_gcr
     from kg_agents.kg import open_kg
 
     info = train_gcr(
@@ -53,6 +53,8 @@ def test_train_gcr_then_decode_paths_that_verify(tmp_path):
     assert all(isinstance(x, float) and x > 0 for x in (info["first_loss"], info["last_loss"]))
     saved = json.loads((tmp_path / "lora" / "gcr_train.json").read_text())
     assert saved["split"] == "train" and saved["hops"] == [1]
+    config = json.loads((tmp_path / "lora" / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == BASE_MODEL  # no path of this machine
 
     metaqa = open_kg("metaqa")
     graph = create_gcr_graph(

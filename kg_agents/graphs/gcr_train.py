@@ -9,12 +9,14 @@ Training (:func:`train_gcr`, ``kg-agents train gcr``): LoRA adapters (peft) on t
 attention projections, loss on the target tokens only, AdamW with a cosine schedule and warm-up
 (appendix E's recipe scaled down). The adapter is saved with a ``gcr_train.json`` describing the run;
 :func:`load_gcr_decoder` builds a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder` over
-the base model with the adapter merged (a separate copy: the shared chat model is not changed).
+the base model with the adapter merged (a separate copy: the shared chat model is not changed); the gcr
+graph does it for ``create_gcr_graph(kg, adapter=DIR)`` (``--set adapter=DIR`` on the command line).
 
 Example:
     >>> qs = load_metaqa(1, "train", limit=50)                                       # doctest: +SKIP
     >>> examples = gcr_training_examples(open_kg("metaqa"), qs)                     # doctest: +SKIP
-    >>> train_gcr(hops="1,2", limit=200, epochs=1, out="runs/gcr-lora")                       # doctest: +SKIP
+    >>> train_gcr(hops="1,2,3", limit=300, epochs=1, lr=3e-4, out="runs/gcr-lora")          # doctest: +SKIP
+    >>> graph = create_gcr_graph(open_kg("metaqa"), adapter="runs/gcr-lora")           # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.paths import shortest_paths
 from kg_agents.trie import format_path
+
+#: The base model every GCR adapter here is trained on (the embedded local model).
+BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+#: The adapter shipped with the package (``adapter="bundled"``).
+BUNDLED_ADAPTER = FsPath(__file__).resolve().parent.parent / "checkpoints" / "gcr" / "metaqa"
 
 
 def gcr_training_examples(
@@ -198,18 +205,22 @@ def train_gcr(
     target = FsPath(out)
     target.mkdir(parents=True, exist_ok=True)
     peft_model.save_pretrained(str(target))
+    _portable_config(target / "adapter_config.json")
     info = {"out": str(target), "examples": len(rows), "questions": len(questions), "hops": hop_list,
             "steps": len(losses), "seconds": seconds, "first_loss": losses[0] if losses else None,
             "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
             "lr": lr, "epochs": epochs, "lora_r": lora_r, "lora_alpha": lora_alpha, "batch_size": batch_size,
             "max_hops": max_hops, "max_paths_per_question": max_paths_per_question, "max_len": max_len,
-            "seed": seed, "split": "train", "base_model": "SmolLM2-135M-Instruct", "loss_curve": curve}
+            "seed": seed, "split": "train", "base_model": BASE_MODEL, "loss_curve": curve}
     (target / "gcr_train.json").write_text(json.dumps(info, indent=1))
     return info
 
 
-#: The adapter shipped with the package (``adapter="bundled"``).
-BUNDLED_ADAPTER = FsPath(__file__).resolve().parent.parent / "checkpoints" / "gcr" / "metaqa"
+def _portable_config(path: FsPath) -> None:
+    """Name the base model in ``adapter_config.json`` instead of this machine's cache path."""
+    cfg = json.loads(path.read_text())
+    cfg["base_model_name_or_path"] = BASE_MODEL
+    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
 def resolve_adapter(adapter: str | FsPath) -> FsPath:
