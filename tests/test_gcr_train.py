@@ -8,7 +8,7 @@ import pytest
 
 from kg_agents.errors import ConfigError
 from kg_agents.graphs.gcr import create_gcr_graph
-from kg_agents.graphs.gcr_train import resolve_adapter
+from kg_agents.graphs.gcr_train import BUNDLED_ADAPTER, resolve_adapter
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -40,6 +40,13 @@ def test_adapter_is_a_command_line_option():
     assert setup.factory_options["num_beams"] == 5
 
 
+def test_bundled_adapter_describes_its_training_run():
+    info = json.loads((BUNDLED_ADAPTER / "gcr_train.json").read_text())
+    assert info["split"] == "train" and info["steps"] > 0 and info["examples"] > 0
+    assert (BUNDLED_ADAPTER / "adapter_config.json").is_file()
+    assert (BUNDLED_ADAPTER / "adapter_model.safetensors").stat().st_size < 8_000_000
+
+
 @pytest.mark.integration
 def test_train_gcr_then_decode_paths_that_verify(tmp_path):
     """Two real LoRA steps on the local model, then the gcr graph decodes with the adapter merged."""
@@ -64,3 +71,16 @@ def test_train_gcr_then_decode_paths_that_verify(tmp_path):
     assert out["paths"] and not out["errors"]
     assert all(verify_path(metaqa, p) and p.start == "Splash" for p in out["paths"])
     assert out["usage"]["llm_calls"] == 1
+
+
+@pytest.mark.integration
+def test_bundled_adapter_decodes_the_asked_relation():
+    """The shipped adapter ranks the path of the asked relation first and answers from it."""
+    from kg_agents.kg import open_kg
+
+    metaqa = open_kg("metaqa")
+    graph = create_gcr_graph(metaqa, adapter="bundled", general_llm=None, num_beams=3)
+    out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert all(verify_path(metaqa, p) and p.start == "Splash" for p in out["paths"])
+    assert out["paths"][0].to_text() == "Splash -> directed_by -> Ron Howard"
+    assert out["answers"][0] == "Ron Howard"
