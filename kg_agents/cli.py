@@ -247,10 +247,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     model = setup.model_spec and setup.model_spec + extra
     info = {"split": split, "seed": args.seed, "model": model, "options": sorted(args.set or []),
             "kg": kg_spec}
-    summary = asyncio.run(runner.run_eval(
-        ds.questions, args.out, method=args.method, dataset=dataset, build_graph=build, kg_for=ds.kg_for,
-        concurrency=args.concurrency, context=context, run_info=info, progress=not args.no_progress,
-    ))
+    async def run() -> dict:
+        # Sync graph nodes run in the loop's default executor (6 threads on 2 cores): give it one thread
+        # per concurrent question, so C questions really are in flight (and their model calls batch).
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=args.concurrency + 4, thread_name_prefix="kg-agents-eval")
+        )
+        return await runner.run_eval(
+            ds.questions, args.out, method=args.method, dataset=dataset, build_graph=build,
+            kg_for=ds.kg_for, concurrency=args.concurrency, context=context, run_info=info,
+            progress=not args.no_progress,
+        )
+
+    summary = asyncio.run(run())
     print(runner.markdown_table([summary]))
     print(f"wrote {Path(args.out) / runner.SUMMARY}, {runner.PREDICTIONS}, {runner.REPORT}, {runner.CHART}")
     return 0

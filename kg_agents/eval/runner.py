@@ -158,7 +158,9 @@ async def run_eval(
         build_graph: ``kg -> compiled graph``; called once per distinct KG.
         kg_for: ``question -> KG`` (e.g. :meth:`Dataset.kg_for`); a question with its own graph
             (``question.kg`` set) gets its own compiled graph.
-        concurrency: how many questions run at once.
+        concurrency: how many questions run at once. Sync graph nodes run in the event loop's default
+            executor; give the loop one with at least ``concurrency`` threads (``kg-agents eval`` does) so
+            that many are really in flight and the local model can batch their calls.
         context: the graphs' per-run context (``ainvoke(..., context=...)``), or None.
         run_info: what identifies the run (method, dataset, split, seed, model, options, kg); a rerun in
             the same directory must match it.
