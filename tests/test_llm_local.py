@@ -425,3 +425,16 @@ async def test_concurrent_calls_are_batched_and_match_single_calls() -> None:
     assert max(m.response_metadata["batch_size"] for m in got) > 1  # they really shared a generate call
     threaded = batched.batch([p for p, _ in calls], max_tokens=6, config={"max_concurrency": 5})
     assert [m.content for m in threaded] == [single.invoke(p, max_tokens=6).content for p, _ in calls]
+
+
+@pytest.mark.integration
+async def test_unseeded_samples_batch_and_seeded_samples_stay_reproducible() -> None:
+    import asyncio
+
+    batched = LocalChatModel(max_tokens=8, batch_size=8, batch_window=0.05)
+    got = await asyncio.gather(*(batched.ainvoke(COUNT, temperature=0.9) for _ in range(4)))
+    assert all(m.usage_metadata["output_tokens"] <= 8 for m in got)
+    assert max(m.response_metadata["batch_size"] for m in got) > 1
+    seeded = await asyncio.gather(*(batched.ainvoke(COUNT, temperature=0.9, seed=7) for _ in range(3)))
+    assert len({m.content for m in seeded}) == 1  # generated alone, each with its own seed
+    assert all(m.response_metadata["batch_size"] == 1 for m in seeded)

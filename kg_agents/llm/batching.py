@@ -7,7 +7,8 @@ fixed per-step overhead, so a batch of 8 prompts decodes several times faster th
 to ``max_batch``), left-pads them into one ``generate`` call and hands each caller its own result, with
 its own stop strings, token limit and usage. A lone request waits at most ``window`` seconds extra.
 
-Only greedy requests are batched (sampling with a seed must stay reproducible per call); the worker
+Greedy requests and unseeded sampling requests are batched (a seeded sample must stay reproducible per call,
+so it is generated alone); requests with different sampling settings go to separate generate calls. The worker
 holds the checkpoint's :func:`~kg_agents.llm.chat.generation_lock` while it generates, so constrained
 decoders that use the same weights never run at the same time.
 
@@ -34,12 +35,14 @@ __all__ = ["BatchRequest", "BatchResult", "GenerationBatcher"]
 
 @dataclass
 class BatchRequest:
-    """One greedy generation: prompt token ids, token limit and stop strings."""
+    """One generation: prompt token ids, token limit, stop strings and sampling settings (0: greedy)."""
 
     prompt_ids: list[int]
     max_new_tokens: int
     stops: list[str] = field(default_factory=list)
     max_time: float | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
 
 
 @dataclass
@@ -143,10 +146,10 @@ class GenerationBatcher:
             live = [(r, f) for r, f in batch if f.set_running_or_notify_cancel()]
             if not live:
                 continue
-            # requests with different time limits go in separate generate calls
-            groups: dict[float | None, list[tuple[BatchRequest, Future[BatchResult]]]] = {}
+            # requests with different time limits or sampling settings go in separate generate calls
+            groups: dict[tuple[Any, ...], list[tuple[BatchRequest, Future[BatchResult]]]] = {}
             for r, f in live:
-                groups.setdefault(r.max_time, []).append((r, f))
+                groups.setdefault((r.max_time, r.temperature, r.top_p), []).append((r, f))
             for group in groups.values():
                 try:
                     results = self._run([r for r, _ in group])
@@ -177,9 +180,9 @@ class GenerationBatcher:
         criteria = _RowCriteria(tok, width, requests)
         cfg = GenerationConfig(
             max_new_tokens=max(r.max_new_tokens for r in requests),
-            do_sample=False,
-            temperature=None,
-            top_p=None,
+            do_sample=requests[0].temperature > 0,
+            temperature=requests[0].temperature if requests[0].temperature > 0 else None,
+            top_p=requests[0].top_p if requests[0].temperature > 0 else None,
             top_k=None,
             max_time=requests[0].max_time,
             eos_token_id=tok.eos_token_id,

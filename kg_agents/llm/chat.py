@@ -221,7 +221,7 @@ class LocalChatModel(BaseChatModel):
         seed: seed for sampling (``temperature > 0``), for reproducible samples.
         batch_size: greedy calls made at the same time (``batch``/``abatch``, concurrent questions) are
             decoded together in batches of up to this many (see :mod:`kg_agents.llm.batching`); 1 turns
-            dynamic batching off. Streaming and sampling calls are never batched.
+            dynamic batching off. Streaming calls and seeded sampling calls are never batched.
         batch_window: seconds the batcher waits for more calls after the first one arrives.
 
     Examples:
@@ -429,7 +429,7 @@ class LocalChatModel(BaseChatModel):
 
     # ------------------------------------------------------------------ dynamic batching
     def _batchable(self, p: dict[str, Any]) -> bool:
-        return self.batch_size > 1 and not p["config"].do_sample
+        return self.batch_size > 1 and (not p["config"].do_sample or p["seed"] is None)
 
     def _submit(self, p: dict[str, Any]) -> Any:
         from kg_agents.llm.batching import BatchRequest
@@ -440,6 +440,8 @@ class LocalChatModel(BaseChatModel):
                 max_new_tokens=int(p["config"].max_new_tokens),
                 stops=p["stops"],
                 max_time=p["config"].max_time,
+                temperature=float(p["config"].temperature or 0.0) if p["config"].do_sample else 0.0,
+                top_p=float(p["config"].top_p or 1.0) if p["config"].do_sample else 1.0,
             )
         )
 
