@@ -4,9 +4,12 @@
   finished question is appended to ``predictions.jsonl`` at once (one line, flushed), so an interrupted
   run loses nothing and a rerun with the same ``out_dir`` skips the questions already there.
 - A question that raised is recorded with its error, counts as wrong, and the run goes on; it is tried
-  again on a rerun. An error that concerns the whole run (the model server or KG endpoint is
-  unreachable: :class:`~kg_agents.errors.EndpointError`, :class:`~kg_agents.errors.ModelError`, a
-  connection error) stops the run instead, so that it can be resumed once the server is back.
+  again on a rerun. So is a question whose graph ended because a KG endpoint failed: the graphs
+  record the :class:`~kg_agents.errors.EndpointError` in their trace and end instead of raising it
+  (:func:`endpoint_failure`). An error that a graph lets through and that concerns the whole run (the
+  model server or KG endpoint is unreachable: :class:`~kg_agents.errors.EndpointError`,
+  :class:`~kg_agents.errors.ModelError`, a connection error) stops the run instead, so that it can be
+  resumed once the server is back.
 - Every returned path is checked again here against the question's KG (``faithful_path_ratio``).
 - ``summary.json`` is computed from ``predictions.jsonl`` only (:func:`kg_agents.eval.metrics.summarize`).
 
@@ -26,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kg_agents.errors import ConfigError, EndpointError, ModelError
+from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelError
 from kg_agents.eval.metrics import METRIC_KEYS, score_aliased, summarize
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
@@ -126,12 +129,31 @@ def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, 
         return rec
     answers = [str(a) for a in out.get("answers") or []]
     paths = [p for p in out.get("paths") or [] if isinstance(p, KGPath)]
-    faithful = sum(1 for p in paths if verify_path(kg, p))
+    error = endpoint_failure(out)
+    try:
+        faithful = sum(1 for p in paths if verify_path(kg, p))
+    except KGAgentsError as exc:  # the KG failed while the paths were checked again
+        faithful, error = 0, error or f"{type(exc).__name__}: {exc} (checking the returned paths)"
     rec.update(predictions=answers, paths=[p.to_text() for p in paths], paths_total=len(paths),
                paths_faithful=faithful, scores=score_aliased(answers, gold_sets(q)),
                usage=dict(out.get("usage") or {}), seconds=seconds,
-               graph_errors=list(out.get("errors") or []), error=None)
+               graph_errors=list(out.get("errors") or []), error=error)
+    if error:
+        rec["scores"] = {k: 0.0 for k in METRIC_KEYS}
     return rec
+
+
+def endpoint_failure(out: dict[str, Any]) -> str | None:
+    """The error of a graph run that ended because a KG endpoint failed, or None.
+
+    Graphs record such a failure in their trace (a step with ``endpoint``, see
+    :func:`kg_agents.graphs.nodes.error_update`) and end; the runner counts the question as an error,
+    not as a wrong answer, so that a rerun tries it again.
+    """
+    for step in out.get("trace") or []:
+        if isinstance(step, dict) and step.get("endpoint"):
+            return f"{step.get('node')}: {step.get('error')}"
+    return None
 
 
 async def run_eval(

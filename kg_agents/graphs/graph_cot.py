@@ -902,6 +902,8 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         update["trace"] = [{"node": "answer", "best": best["id"] if best else None, "how": how,
                             "levels": state.get("level", 0)}, *update["trace"]]
         update.update(answers=answers, evidence=evidence[:100])
+        if not answers:
+            update["errors"] = [f"answer: no answer ({how})"]
         return update
 
     g = StateGraph(GraphCoTState, context_schema=GraphCoTContext, input_schema=ReasoningInput,

@@ -45,7 +45,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import error_update, make_link_entities_node, parse_answers, verified_paths_update
+from kg_agents.graphs.nodes import (
+    error_update,
+    make_link_entities_node,
+    no_answer_error,
+    parse_answers,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -798,6 +804,9 @@ def create_knowledge_navigator_graph(
             },
             *update["trace"],
         ]
+        if not answers:
+            update["errors"] = (no_answer_error("answer", state.get("raw_answer") or "") if not parsed else
+                                ["answer: none of the model's answers is an entity the navigator reached"])
         return update
 
     def after_link(state: KnowledgeNavigatorState) -> str:
