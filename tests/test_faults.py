@@ -14,6 +14,7 @@ machine), not benchmarks.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -74,7 +75,7 @@ def test_fault_gives_bounded_retries_then_endpoint_error(proxy: FaultProxy, mode
     arrivals = proxy.faulted()
     assert len(arrivals) == RETRIES + 1  # bounded retries: exactly the attempts allowed
     # backoff between attempts: at least backoff * 2**i, at most one timeout more (plus slack)
-    for i, (a, b) in enumerate(zip(arrivals, arrivals[1:], strict=False)):
+    for i, (a, b) in enumerate(itertools.pairwise(arrivals)):
         assert b - a >= BACKOFF * 2**i * 0.9, (i, b - a)
         assert b - a <= TIMEOUT + BACKOFF * 2**i + 1.0, (i, b - a)
     assert elapsed <= bound(), elapsed
@@ -87,7 +88,7 @@ def test_slow_answer_is_cut_at_the_timeout_without_retries(proxy: FaultProxy) ->
     kg = faulty_kg(proxy, retries=0)
     proxy.set("delay", delay=5.0)
     t0 = time.monotonic()
-    with pytest.raises(EndpointError, match="timed out after 0.5s"):
+    with pytest.raises(EndpointError, match=r"timed out after 0\.5s"):
         kg.has_entity("Splash")
     assert time.monotonic() - t0 <= bound(retries=0)
 
@@ -119,8 +120,14 @@ def test_server_stopped_mid_run_then_restarted(tmp_path: Path) -> None:
     srv = OxigraphServer([nt], directory=tmp_path / "srv")
     try:
         srv.start()
-        kg = SparqlKG(srv.endpoint, profile=CONTRACT_PROFILE, timeout=TIMEOUT, retries=RETRIES,
-                      backoff=BACKOFF, cache_size=0)
+        kg = SparqlKG(
+            srv.endpoint,
+            profile=CONTRACT_PROFILE,
+            timeout=TIMEOUT,
+            retries=RETRIES,
+            backoff=BACKOFF,
+            cache_size=0,
+        )
         assert kg.has_triple("Splash", "directed_by", "Ron Howard")
         port = srv.bound_port
         srv.stop()
@@ -182,16 +189,24 @@ def test_eval_run_goes_on_after_a_question_whose_endpoint_failed(proxy: FaultPro
     kg = faulty_kg(proxy)
     questions = [
         Question("q1", "who directed [Splash]", ["Ron Howard"], ["Splash"]),
-        Question("q2", "who directed [Amélie]", ["Jean-Pierre Jeunet"], ["Amélie"]),
+        Question("q2", "who starred in [Amélie]", ["Audrey Tautou"], ["Amélie"]),
         Question("q3", "who directed [Big]", ["Penny Marshall"], ["Big"]),
     ]
     term = kg.profile.entity_term("Amélie")  # only queries about the 2nd question's entity fail
     proxy.set("http500", match=term)
     llm = RuleModel(rules=[("[Splash]", "Answer: Ron Howard"), ("[Big]", "Answer: Penny Marshall")])
-    summary = asyncio.run(run_eval(
-        questions, tmp_path / "run", method="graph_rag", dataset="faults",
-        build_graph=lambda k: create_graph("graph_rag", k, llm=llm), kg_for=lambda q: kg,
-        concurrency=1, progress=False))
+    summary = asyncio.run(
+        run_eval(
+            questions,
+            tmp_path / "run",
+            method="graph_rag",
+            dataset="faults",
+            build_graph=lambda k: create_graph("graph_rag", k, llm=llm),
+            kg_for=lambda q: kg,
+            concurrency=1,
+            progress=False,
+        )
+    )
     assert summary["n"] == 3 and summary["errors"] == 1
     recs = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / PREDICTIONS).read_text().splitlines())}
     assert recs["q2"]["error"] and proxy.endpoint in recs["q2"]["error"]
@@ -202,3 +217,46 @@ def test_eval_run_goes_on_after_a_question_whose_endpoint_failed(proxy: FaultPro
     assert summary["hits@1"] == pytest.approx(2 / 3)
     assert sum(llm.calls.values()) == 2  # the failed question never reached the model
     assert proxy.faulted() and all(term in q for _, hit, q in proxy.log if hit)
+
+
+def test_eval_run_stops_when_the_endpoint_stays_down_and_resumes(proxy: FaultProxy, tmp_path: Path) -> None:
+    """Every question fails on the endpoint: the run stops after max_endpoint_failures, a rerun resumes."""
+    kg = faulty_kg(proxy, retries=0)
+    questions = [
+        Question(f"q{i}", f"who directed [{e}]", [d], [e])
+        for i, (e, d) in enumerate(
+            [("Splash", "Ron Howard"), ("Big", "Penny Marshall"), ("The Fly", "David Cronenberg")]
+        )
+    ]
+    llm = RuleModel(
+        rules=[
+            ("[Splash]", "Answer: Ron Howard"),
+            ("[Big]", "Answer: Penny Marshall"),
+            ("[The Fly]", "Answer: David Cronenberg"),
+        ]
+    )
+
+    def run() -> dict[str, Any]:
+        return asyncio.run(
+            run_eval(
+                questions,
+                tmp_path / "run",
+                method="graph_rag",
+                dataset="faults",
+                build_graph=lambda k: create_graph("graph_rag", k, llm=llm),
+                kg_for=lambda q: kg,
+                concurrency=1,
+                progress=False,
+                max_endpoint_failures=2,
+            )
+        )
+
+    proxy.set("down")
+    with pytest.raises(EndpointError) as ei:
+        run()
+    assert ei.value.endpoint == proxy.endpoint and "2 questions in a row" in str(ei.value)
+    lines = (tmp_path / "run" / PREDICTIONS).read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(ln)["error"] for ln in lines)
+    proxy.set("pass")
+    summary = run()  # resumed: the failed questions are run again
+    assert summary["n"] == 3 and summary["errors"] == 0 and summary["hits@1"] == 1.0

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from kg_agents.graphs.registry import create_graph, list_methods
 from kg_agents.kg import MemoryKG, verify_path
@@ -39,7 +39,7 @@ class GarbageModel(BaseChatModel):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    outputs: list[Any] = [""]
+    outputs: list[Any] = Field(default_factory=lambda: [""])
     _i: int = PrivateAttr(default=0)
 
     @property
@@ -68,13 +68,22 @@ def tool_garbage(i: int) -> AIMessage:
         content="",
         tool_calls=[
             {"name": "NoSuchTool", "args": {"x": 1}, "id": f"a{i}", "type": "tool_call"},
-            {"name": "NeighborCheck", "args": {"node": ["not", "a", "string"], "neighbor_type": None},
-             "id": f"b{i}", "type": "tool_call"},
+            {
+                "name": "NeighborCheck",
+                "args": {"node": ["not", "a", "string"], "neighbor_type": None},
+                "id": f"b{i}",
+                "type": "tool_call",
+            },
             {"name": "RetrieveNode", "args": {}, "id": f"c{i}", "type": "tool_call"},
         ],
         invalid_tool_calls=[
-            {"name": "NodeFeature", "args": "{not json", "id": f"d{i}", "error": "bad json",
-             "type": "invalid_tool_call"},
+            {
+                "name": "NodeFeature",
+                "args": "{not json",
+                "id": f"d{i}",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            },
         ],
     )
 
@@ -84,7 +93,7 @@ JSONISH = [
     '{"action": "NeighborCheck", "args": [[[',
     '[{"node": "Splash", "feature": }]',
     '{"thought": "", "action": "Finish", "args": [null]}',
-    'Action 1: NeighborCheck[Splash, \u0000]\nAction 2: Finish[',
+    "Action 1: NeighborCheck[Splash, \u0000]\nAction 2: Finish[",
     '```json\n{"score": "NaN", "answers": {}}\n```',
     "Answer: \n\n\n |||| ;;; ---",
 ]
@@ -101,7 +110,7 @@ garbage_outputs = st.lists(
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def build(method: str, options: tuple[tuple[str, Any], ...]) -> tuple[Any, GarbageModel]:
     """One compiled graph per (method, options), with a GarbageModel whose outputs each test sets."""
     model = GarbageModel()
@@ -124,7 +133,10 @@ CASES = [
     ("dualr", ()),
     ("gcr", ()),
     ("knowledge_navigator", ()),
-    *[("graph_agent", (("strategy", s), ("k", 2), ("depth", 2), ("max_steps", 4))) for s in ("cot", "tot", "got")],
+    *[
+        ("graph_agent", (("strategy", s), ("k", 2), ("depth", 2), ("max_steps", 4)))
+        for s in ("cot", "tot", "got")
+    ],
     ("graph_agent", (("action_mode", "tools"), ("max_steps", 4))),
     *[("graph_explore", (("strategy", s), ("k", 2), ("depth", 2))) for s in ("cot", "tot", "got")],
 ]
@@ -144,12 +156,20 @@ def check(out: dict[str, Any], model: GarbageModel, method: str) -> None:
         assert out.get("errors"), (method, out.get("trace"))
 
 
-@pytest.mark.parametrize(("method", "options"), CASES, ids=lambda v: v if isinstance(v, str) else
-                         "-".join(str(x[1]) for x in v) or "default")
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@pytest.mark.parametrize(
+    ("method", "options"),
+    CASES,
+    ids=lambda v: v if isinstance(v, str) else "-".join(str(x[1]) for x in v) or "default",
+)
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(outputs=garbage_outputs)
-def test_graph_survives_garbage(method: str, options: tuple[tuple[str, Any], ...], outputs: list[Any]) -> None:
+def test_graph_survives_garbage(
+    method: str, options: tuple[tuple[str, Any], ...], outputs: list[Any]
+) -> None:
     graph, model = build(method, options)
     model.outputs = outputs
     ctx = CONTEXT.get(method)

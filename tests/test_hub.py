@@ -47,14 +47,20 @@ class CountingKG:
     def __getattr__(self, item: str) -> Any:
         return getattr(self.inner, item)
 
-    def neighbors(self, entity: str, relation: str | None = None, direction: Any = "out",
-                  limit: int | None = None) -> TripleList:
+    def neighbors(
+        self, entity: str, relation: str | None = None, direction: Any = "out", limit: int | None = None
+    ) -> TripleList:
         got = self.inner.neighbors(entity, relation, direction, limit)
         self.reads.append((entity, limit, len(got)))
         return got  # type: ignore[no-any-return]
 
-    def neighbors_many(self, entities: Sequence[str], relation: str | None = None, direction: Any = "out",
-                       limit: int | None = None) -> dict[str, TripleList]:
+    def neighbors_many(
+        self,
+        entities: Sequence[str],
+        relation: str | None = None,
+        direction: Any = "out",
+        limit: int | None = None,
+    ) -> dict[str, TripleList]:
         got = self.inner.neighbors_many(entities, relation, direction, limit)
         self.reads.extend((e, limit, len(tl)) for e, tl in got.items())
         return got  # type: ignore[no-any-return]
@@ -144,7 +150,8 @@ def check_neighbor_check(kg: Any) -> None:
     assert text.endswith(f"(the first 30 of {N}).") and len(text) < 2000, text[-200:]
     assert all(limit == 30 and n <= 30 for _, limit, n in ckg.reads)
     assert tools["NodeDegree"].invoke({"node": HUB, "neighbor_type": "~starred_actors"}) == (
-        f"{HUB} has {N} ~starred_actors neighbors.")
+        f"{HUB} has {N} ~starred_actors neighbors."
+    )
     assert peak < 32 * MB, peak / MB
 
 
