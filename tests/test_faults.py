@@ -33,7 +33,8 @@ from kg_agents.kg.servers import OxigraphServer
 from kg_agents.kg.testing import write_contract_ntriples
 from tests.faultproxy import FaultProxy
 from tests.scripted_models import RuleModel
-from tests.servers import CONTRACT_PROFILE, METAQA_GRAPH
+from tests.servers import CONTRACT_GRAPH, CONTRACT_PROFILE, METAQA_GRAPH
+from tests.test_garbage import CASE_IDS, CASES, CONTEXT, QUESTION, build
 
 pytestmark = [pytest.mark.server]
 
@@ -260,3 +261,39 @@ def test_eval_run_stops_when_the_endpoint_stays_down_and_resumes(proxy: FaultPro
     proxy.set("pass")
     summary = run()  # resumed: the failed questions are run again
     assert summary["n"] == 3 and summary["errors"] == 0 and summary["hits@1"] == 1.0
+
+
+# ---------------------------------------------------------------------------- every method
+@pytest.fixture(scope="module")
+def contract_proxy(oxigraph_server: Any) -> Iterator[FaultProxy]:
+    with FaultProxy(oxigraph_server.endpoint) as p:
+        yield p
+
+
+@pytest.mark.parametrize(("method", "options"), CASES, ids=CASE_IDS)
+def test_every_method_ends_with_the_endpoint_error(
+    contract_proxy: FaultProxy, method: str, options: tuple[tuple[str, Any], ...]
+) -> None:
+    """Each registered method (each strategy), the endpoint failing for each kind of query in turn."""
+    proxy = contract_proxy
+    kg = SparqlKG(
+        proxy.endpoint,
+        profile=CONTRACT_PROFILE,
+        graph=CONTRACT_GRAPH,
+        timeout=TIMEOUT,
+        retries=0,
+        cache_size=0,
+    )
+    proxy.set("pass")
+    graph, model = build(method, options, kg)  # building may read the KG (graph_agent: its schema)
+    model.outputs = ["Answer: Ron Howard"]
+    ctx = CONTEXT.get(method)
+    for match in [None, NEIGHBOUR_QUERY, "SELECT ?p ?l", "SELECT DISTINCT ?r"]:
+        proxy.set("http500", match=match)
+        proxy.log.clear()
+        out = graph.invoke(dict(QUESTION), **({"context": ctx} if ctx else {}))
+        if proxy.faulted():
+            steps = endpoint_steps(out)
+            assert steps and all(s["endpoint"] == proxy.endpoint for s in steps), (match, out.get("trace"))
+            assert out["answers"] == [] and out["paths"] == [], (match, out["answers"])
+        assert all(verify_path(kg, p) for p in out.get("paths") or [])

@@ -110,9 +110,8 @@ garbage_outputs = st.lists(
 )
 
 
-@functools.cache
-def build(method: str, options: tuple[tuple[str, Any], ...]) -> tuple[Any, GarbageModel]:
-    """One compiled graph per (method, options), with a GarbageModel whose outputs each test sets."""
+def build(method: str, options: tuple[tuple[str, Any], ...], kg: Any = KG) -> tuple[Any, GarbageModel]:
+    """A compiled graph of ``method`` over ``kg`` with a GarbageModel whose outputs each test sets."""
     model = GarbageModel()
     opts = dict(options)
     if method == "gcr":
@@ -123,7 +122,10 @@ def build(method: str, options: tuple[tuple[str, Any], ...]) -> tuple[Any, Garba
         from kg_agents.kg.encoder import get_sentence_encoder
 
         opts["encoder"] = get_sentence_encoder()
-    return create_graph(method, KG, llm=model, **opts), model
+    return create_graph(method, kg, llm=model, **opts), model
+
+
+cached_build = functools.cache(build)
 
 
 CASES = [
@@ -141,6 +143,7 @@ CASES = [
     *[("graph_explore", (("strategy", s), ("k", 2), ("depth", 2))) for s in ("cot", "tot", "got")],
 ]
 CONTEXT = {"knowledge_navigator": {"hops": 2}}
+CASE_IDS = [m + "".join(f"-{v}" for _, v in o) for m, o in CASES]
 
 
 def test_every_registered_method_is_covered() -> None:
@@ -156,11 +159,7 @@ def check(out: dict[str, Any], model: GarbageModel, method: str) -> None:
         assert out.get("errors"), (method, out.get("trace"))
 
 
-@pytest.mark.parametrize(
-    ("method", "options"),
-    CASES,
-    ids=lambda v: v if isinstance(v, str) else "-".join(str(x[1]) for x in v) or "default",
-)
+@pytest.mark.parametrize(("method", "options"), CASES, ids=CASE_IDS)
 @settings(
     max_examples=6,
     deadline=None,
@@ -170,17 +169,17 @@ def check(out: dict[str, Any], model: GarbageModel, method: str) -> None:
 def test_graph_survives_garbage(
     method: str, options: tuple[tuple[str, Any], ...], outputs: list[Any]
 ) -> None:
-    graph, model = build(method, options)
+    graph, model = cached_build(method, options)
     model.outputs = outputs
     ctx = CONTEXT.get(method)
     out = graph.invoke(dict(QUESTION), **({"context": ctx} if ctx else {}))
     check(out, model, method)
 
 
-@pytest.mark.parametrize(("method", "options"), CASES[:7])
+@pytest.mark.parametrize(("method", "options"), CASES, ids=CASE_IDS)
 def test_empty_and_huge_outputs(method: str, options: tuple[tuple[str, Any], ...]) -> None:
     """The two extremes, always run (hypothesis may not draw them together)."""
-    graph, model = build(method, options)
+    graph, model = cached_build(method, options)
     for outputs in ([""], [HUGE], [json.dumps({"answers": [None]})]):
         model.outputs = outputs
         ctx = CONTEXT.get(method)
