@@ -10,7 +10,7 @@ They also show the pattern every reasoning graph follows:
 - nodes are plain functions of state returning partial updates, wrapped with ``metered`` so
   ``usage`` is measured; the KG is wrapped in ``MeteredKG``; LLM calls go through ``invoke_llm``;
 - errors are recorded in ``errors``/``trace`` and the graph ends, instead of raising: nodes that
-  call the KG or a model are ``guarded`` and routed with ``end_on_error``.
+  call the KG are ``guarded`` and routed with ``end_on_error``.
 
 Example:
     >>> from kg_agents import open_kg

@@ -309,13 +309,15 @@ def create_dualr_graph(
     g.add_node("build_prompt", build_prompt)
     g.add_node("determine_answer", determine_answer)
     g.add_edge(START, "link_entities")
-    g.add_conditional_edges("link_entities", end_on_error("encode_question"),
+    g.add_conditional_edges("link_entities", end_on_error("encode_question", on_answers=True),
                             {"encode_question": "encode_question", "end": END})
-    g.add_conditional_edges("encode_question", end_on_error("explore"), {"explore": "explore", "end": END})
-    g.add_conditional_edges("explore", end_on_error("backtrack"), {"backtrack": "backtrack", "end": END})
-    g.add_conditional_edges("backtrack", end_on_error("build_prompt"),
+    g.add_conditional_edges("encode_question", end_on_error("explore", on_answers=True),
+                            {"explore": "explore", "end": END})
+    g.add_conditional_edges("explore", end_on_error("backtrack", on_answers=True),
+                            {"backtrack": "backtrack", "end": END})
+    g.add_conditional_edges("backtrack", end_on_error("build_prompt", on_answers=True),
                             {"build_prompt": "build_prompt", "end": END})
-    g.add_conditional_edges("build_prompt", end_on_error("determine_answer"),
+    g.add_conditional_edges("build_prompt", end_on_error("determine_answer", on_answers=True),
                             {"determine_answer": "determine_answer", "end": END})
     g.add_edge("determine_answer", END)
     return g.compile(checkpointer=checkpointer, name="dualr")

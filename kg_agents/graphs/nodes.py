@@ -4,7 +4,7 @@
 - :func:`parse_answers`: answers out of free LLM text.
 - :func:`verified_paths_update`: the one place where a graph's paths are checked against the KG.
 - :func:`error_update`: an error recorded in ``errors`` and ``trace`` instead of raised.
-- :func:`guarded` / :func:`end_on_error`: a node whose KG or model call fails ends the question.
+- :func:`guarded` / :func:`end_on_error`: a node whose KG call fails ends the question.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def guarded(node: str) -> Callable[[_F], _F]:
                 try:
                     return await fn(*args, **kwargs)
                 except KGError as exc:
-                    return {"answers": [], "paths": [], **error_update(node, exc)}
+                    return _halt(node, exc)
 
             return aguard  # type: ignore[return-value]
 
@@ -85,20 +85,32 @@ def guarded(node: str) -> Callable[[_F], _F]:
             try:
                 return fn(*args, **kwargs)
             except KGError as exc:
-                return {"answers": [], "paths": [], **error_update(node, exc)}
+                return _halt(node, exc)
 
         return guard  # type: ignore[return-value]
 
     return deco
 
 
-def end_on_error(next_node: str) -> Callable[[ReasoningState], str]:
-    """A router: ``"end"`` once a node ended the question (errors recorded and ``answers`` set),
-    else ``next_node``. Use with ``add_conditional_edges(node, end_on_error(nxt), {nxt: nxt, "end": END})``.
+def _halt(node: str, exc: BaseException) -> dict[str, Any]:
+    update = {"answers": [], "paths": [], **error_update(node, exc)}
+    update["trace"][0]["halted"] = True
+    return update
+
+
+def end_on_error(next_node: str, *, on_answers: bool = False) -> Callable[[ReasoningState], str]:
+    """A router: ``"end"`` once a :func:`guarded` node ended the question (a ``halted`` trace step),
+    else ``next_node``. With ``on_answers``, also once any node recorded an error and set ``answers``
+    (graphs whose own nodes end a question that way). Use with
+    ``add_conditional_edges(node, end_on_error(nxt), {nxt: nxt, "end": END})``.
     """
 
     def route(state: ReasoningState) -> str:
-        return "end" if state.get("errors") and "answers" in state else next_node
+        if any(isinstance(s, dict) and s.get("halted") for s in state.get("trace") or []):
+            return "end"
+        if on_answers and state.get("errors") and "answers" in state:
+            return "end"
+        return next_node
 
     return route
 
