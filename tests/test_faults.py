@@ -89,7 +89,8 @@ def test_slow_answer_is_cut_at_the_timeout_without_retries(proxy: FaultProxy) ->
     kg = faulty_kg(proxy, retries=0)
     proxy.set("delay", delay=5.0)
     t0 = time.monotonic()
-    with pytest.raises(EndpointError, match=r"timed out after 0\.5s"):
+    # the socket timeout or the deadline, whichever fires first (both are the 0.5 s timeout)
+    with pytest.raises(EndpointError, match=r"timed out"):
         kg.has_entity("Splash")
     assert time.monotonic() - t0 <= bound(retries=0)
 
@@ -154,6 +155,9 @@ def endpoint_steps(out: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("match", [None, NEIGHBOUR_QUERY], ids=["all-queries", "neighbour-queries"])
 def test_dualr_ends_with_the_error_in_its_trace(proxy: FaultProxy, match: str | None) -> None:
     """GNN-only DualR (no LLM): linking or exploration fails; the question ends, nothing raises."""
+    from kg_agents.gnn.encoding import get_text_encoder
+
+    get_text_encoder()(["warm up"])  # loaded before the clock starts
     kg = faulty_kg(proxy)
     graph = create_graph("dualr", kg)
     proxy.set("delay", delay=3 * TIMEOUT, match=match)
