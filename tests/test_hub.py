@@ -6,8 +6,10 @@ Oxigraph server read through ``SparqlKG``. Every KG read goes through :class:`Co
 records the ``limit`` asked for and the number of triples each entity got. Asserted: every neighbour
 read of the hub carries a limit, no read returns more than the fan-out limit per entity, the truncation
 is reported (``TripleList.truncated``, the graphs' ``fanout_truncated`` trace), the context handed to
-the model is bounded, and peak Python memory growth during one question is bounded (tracemalloc; a
-generous bound, far below what listing the hub's 50,000 edges as triples, labels and prompt text takes).
+the model is bounded, and peak Python memory growth during one question is bounded (tracemalloc): 8 MiB
+for a question, 4 MiB for one tool call, where reading all 50,000 edges of the hub from the MemoryKG and
+writing them as context lines alone peaks at about 9.7 MiB (measured: graph_rag about 2 MiB, the tool
+0.4 MiB). tracemalloc sees Python objects only, not torch's tensors (dualr).
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def check_graph_rag(kg: Any) -> None:
     assert retrieve["fanout_truncated"] == [HUB] and retrieve["context_truncated"]
     assert retrieve["triples"] <= 60 and len(out["evidence"]) <= 60
     assert all(verify_path(kg, p) for p in out["paths"])
-    assert peak < 64 * MB, peak / MB
+    assert peak < 8 * MB, peak / MB
 
 
 def check_dualr(kg: Any) -> None:
@@ -135,7 +137,7 @@ def check_dualr(kg: Any) -> None:
     assert explore["fanout_truncated"] >= 1
     assert sum(n for _, _, n in ckg.reads) <= 500 * len(ckg.reads)
     assert len(out["answers"]) <= 3 and all(verify_path(kg, p) for p in out["paths"])
-    assert peak < 256 * MB, peak / MB
+    assert peak < 8 * MB, peak / MB  # (Python objects; torch's own allocations are not traced)
 
 
 def check_neighbor_check(kg: Any) -> None:
@@ -152,7 +154,7 @@ def check_neighbor_check(kg: Any) -> None:
     assert tools["NodeDegree"].invoke({"node": HUB, "neighbor_type": "~starred_actors"}) == (
         f"{HUB} has {N} ~starred_actors neighbors."
     )
-    assert peak < 32 * MB, peak / MB
+    assert peak < 4 * MB, peak / MB
 
 
 def test_memory_kg_reports_truncation(memory_kg: MemoryKG) -> None:
