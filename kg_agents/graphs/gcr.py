@@ -28,7 +28,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import error_update, make_link_entities_node, parse_answers, verified_paths_update
+from kg_agents.graphs.nodes import (
+    error_update,
+    make_link_entities_node,
+    no_answer_error,
+    parse_answers,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -238,7 +244,11 @@ def create_gcr_graph(
         decoded = state.get("decoded") or []
         if general is None:
             answers = vote(decoded)[: ctx.max_answers]
-            return {"answers": answers, "trace": [{"node": "reason", "mode": "vote", "answers": answers}]}
+            update: dict[str, Any] = {
+                "answers": answers, "trace": [{"node": "reason", "mode": "vote", "answers": answers}]}
+            if not answers:
+                update["errors"] = ["reason: the decoded paths carry no answer to vote on"]
+            return update
         messages = reason_template.format_messages(question=state["question"], paths=format_paths(decoded))
         try:
             msg = invoke_llm(general, messages)
@@ -246,7 +256,10 @@ def create_gcr_graph(
             return {"answers": vote(decoded)[: ctx.max_answers], **error_update("reason", exc)}
         raw = str(msg.content)
         answers = parse_answers(_strip_path_lines(raw))[: ctx.max_answers]
-        return {"answers": answers, "trace": [{"node": "reason", "mode": "general_llm", "raw": raw}]}
+        update = {"answers": answers, "trace": [{"node": "reason", "mode": "general_llm", "raw": raw}]}
+        if not answers:
+            update["errors"] = no_answer_error("reason", raw)
+        return update
 
     def after_link(state: GCRState) -> str:
         return "get_trie" if state.get("topic_entities") else "end"
