@@ -103,6 +103,41 @@ def test_trie_beam_search_matches_transformers_beam_search(entities, hops, k):
         assert exact[trie.sequences.index(seq)] == pytest.approx(score, abs=1e-4)
 
 
+class _TinyBackedDecoder(VLLMConstrainedDecoder):
+    """The decoder's request layer answered by the tiny seeded model instead of a server (same maths)."""
+
+    def __init__(self, tok):
+        super().__init__("http://127.0.0.1:9/v1", tokenizer=tok)
+        self.calls = {"runs": 0, "branches": 0}
+
+    def continuation_logprobs(self, prompt_ids, continuations):
+        self.calls["runs"] += 1
+        nl = _tiny_next_logprobs(prompt_ids)
+        return [
+            [r[0] for r in nl([tuple(c[:i]) for i in range(len(c))], [[t] for t in c])] for c in continuations
+        ]
+
+    def next_logprobs(self, prompt_ids, prefixes, candidates):
+        self.calls["branches"] += 1
+        return _tiny_next_logprobs(prompt_ids)([tuple(p) for p in prefixes], [list(c) for c in candidates])
+
+
+def test_forced_runs_are_scored_once_and_the_search_is_unchanged():
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    local = tiny_decoder()
+    tok = local.tokenizer
+    trie = build_trie(kg, ["Splash", "Tom Hanks"], tok, max_hops=2)
+    prompt = "# Reasoning Path:\n"
+    expected = local.generate(prompt, trie, num_beams=4, answer=False)
+    dec = _TinyBackedDecoder(tok)
+    prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    found, steps = trie_beam_search(trie, dec.beam_logprobs(trie, prompt_ids), 4, tok.eos_token_id)
+    assert [trie.path_text_of(s) for s, _ in found] == [d.path_text for d in expected]
+    assert [sc for _, sc in found] == pytest.approx([d.score for d in expected], abs=1e-4)
+    assert dec.calls["runs"] >= 1 and dec.calls["branches"] >= 1
+    assert dec.calls["runs"] + dec.calls["branches"] <= 2 * steps
+
+
 def test_trie_beam_search_ends_when_no_beam_can_go_on():
     kg = MemoryKG(CONTRACT_TRIPLES)
     tok = smollm_tokenizer()

@@ -7,11 +7,13 @@ KG-Trie one of two ways, chosen per question by the trie's size:
 - ``exact`` (tries of at most ``score_limit`` paths): every path sentence, followed by EOS, is scored
   with prompt log-probabilities in batched ``/v1/completions`` requests, and the K best are returned
   (exact top-K; no search error).
-- ``beam`` (larger tries): beam search over the trie, driven by the client. At each step every running
-  beam is one request (``max_tokens=1``) that asks for the log-probabilities of exactly its trie
-  children (vLLM's ``logprob_token_ids``); the server's prefix cache makes the shared prompt cheap.
-  The search follows transformers' beam search (K running beams, EOS candidates finish when among the
-  top K, early stopping once K paths are finished), so it returns what
+- ``beam`` (larger tries): beam search over the trie, driven by the client. At a step, the running
+  beams at branching trie nodes are one ``max_tokens=1`` request that asks for the log-probabilities of
+  exactly their trie children (vLLM's ``logprob_token_ids``; the server's prefix cache can reuse the
+  shared prompt), and a beam entering a run of forced tokens (the rest of an entity name, the EOS at a
+  sentence's end) gets the whole run scored at once by prompt log-probabilities, remembered for the
+  steps that follow. The search itself follows transformers' beam search (K running beams, EOS
+  candidates finish when among the top K, early stopping once K paths are finished), so it returns what
   :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder` returns for the same model and trie, up to
   floating-point differences between the two runtimes.
 
@@ -317,10 +319,19 @@ class VLLMConstrainedDecoder:
         Returns:
             One log-probability sum per sentence (its tokens and the EOS after it), in order.
         """
-        rows = [[*prompt_ids, *s, self.eos] for s in sentences]
+        rows = self.continuation_logprobs(prompt_ids, [[*s, self.eos] for s in sentences])
+        return [float(sum(r)) for r in rows]
+
+    def continuation_logprobs(
+        self, prompt_ids: Sequence[int], continuations: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """Log-probability of every token of each continuation after ``prompt_ids`` (prompt log-probabilities,
+        ``batch_size`` prompts per request, requests in parallel)."""
+        rows = [[*prompt_ids, *c] for c in continuations]
+        n = len(prompt_ids)
         chunks = list(batched(rows, self.batch_size))
 
-        def run(chunk: list[list[int]]) -> list[float]:
+        def run(chunk: list[list[int]]) -> list[list[float]]:
             data = self._completions(chunk, max_tokens=1, prompt_logprobs=0)
             choices = sorted(data["choices"], key=lambda c: c["index"])
             out = []
@@ -331,15 +342,64 @@ class VLLMConstrainedDecoder:
                         f"the vLLM server at {self.base_url} returned {len(entries)} prompt "
                         f"log-probabilities for {len(row)} tokens"
                     )
-                total = 0.0
-                for tok, entry in zip(row[len(prompt_ids) :], entries[len(prompt_ids) :], strict=True):
-                    total += float(entry[str(tok)]["logprob"])
-                out.append(total)
+                out.append([float(e[str(t)]["logprob"]) for t, e in zip(row[n:], entries[n:], strict=True)])
             return out
 
         with ThreadPoolExecutor(max_workers=min(self.max_workers, max(len(chunks), 1))) as pool:
             results = list(pool.map(run, chunks))
-        return [s for r in results for s in r]
+        return [r for res in results for r in res]
+
+    def beam_logprobs(self, trie: KGTrie, prompt_ids: Sequence[int]) -> NextLogprobs:
+        """The ``next_logprobs`` of :func:`trie_beam_search` for one question, with a memo.
+
+        A beam at a branching node asks for its children's log-probabilities (:meth:`next_logprobs`). A
+        beam at a node with one way on (a run of forced tokens, e.g. the rest of an entity name, or the
+        EOS at a sentence's end) gets the log-probabilities of the whole run in one prompt-log-probability
+        request, remembered for the steps that follow: the search is unchanged, the requests are fewer.
+        """
+        memo: dict[tuple[int, ...], dict[int, float]] = {}
+
+        def forced_run(prefix: tuple[int, ...]) -> list[int]:
+            node = trie.node(prefix)
+            run: list[int] = []
+            while node is not None:
+                kids = [t for t in node if t != END]
+                if END in node:
+                    if not kids:
+                        run.append(self.eos)
+                    break
+                if len(kids) != 1:
+                    break
+                run.append(kids[0])
+                node = node[kids[0]]
+            return run
+
+        def next_logprobs(prefixes: list[tuple[int, ...]], cands: list[list[int]]) -> list[list[float]]:
+            runs, branches = [], []
+            for p, c in zip(prefixes, cands, strict=True):
+                if all(t in memo.get(p, {}) for t in c):
+                    continue
+                (runs if len(c) == 1 else branches).append((p, c))
+            chains = [[*p, *forced_run(p)] for p, _ in runs]
+            with ThreadPoolExecutor(max_workers=2) as pool:  # both kinds of request at once
+                rows_f = pool.submit(self.continuation_logprobs, prompt_ids, chains) if runs else None
+                lps_f = (
+                    pool.submit(
+                        self.next_logprobs, prompt_ids, [p for p, _ in branches], [c for _, c in branches]
+                    )
+                    if branches
+                    else None
+                )
+                rows = rows_f.result() if rows_f is not None else []
+                lps = lps_f.result() if lps_f is not None else []
+            for (p, _), chain, row in zip(runs, chains, rows, strict=True):
+                for j in range(len(p), len(chain)):
+                    memo.setdefault(tuple(chain[:j]), {})[chain[j]] = row[j]
+            for (p, c), row in zip(branches, lps, strict=True):
+                memo.setdefault(p, {}).update(zip(c, row, strict=True))
+            return [[memo[p][t] for t in c] for p, c in zip(prefixes, cands, strict=True)]
+
+        return next_logprobs
 
     def next_logprobs(
         self,
@@ -347,28 +407,33 @@ class VLLMConstrainedDecoder:
         prefixes: Sequence[Sequence[int]],
         candidates: Sequence[Sequence[int]],
     ) -> list[list[float]]:
-        """For each prefix, the log-probability of each of its candidate next tokens (concurrent requests).
+        """For each prefix, the log-probability of each of its candidate next tokens.
 
-        One ``max_tokens=1`` request per prefix and per 128 candidates, with ``logprob_token_ids``: the
-        server returns the raw (full-vocabulary) log-probabilities of exactly those tokens.
+        ``max_tokens=1`` requests with ``logprob_token_ids`` (the server returns the raw, full-vocabulary
+        log-probabilities of exactly those tokens): one request holds every prefix, asking for the union
+        of their candidates, 128 tokens at a time (vLLM's limit); such requests run in parallel.
         """
-        jobs: list[tuple[int, list[int]]] = []
-        for i, cands in enumerate(candidates):
-            for chunk in batched(list(cands), MAX_LOGPROB_TOKEN_IDS):
-                jobs.append((i, chunk))
+        union = list(dict.fromkeys(t for c in candidates for t in c))
+        jobs: list[tuple[list[int], list[int]]] = []  # (prefix indices, token chunk)
+        for chunk in batched(union, MAX_LOGPROB_TOKEN_IDS):
+            members = set(chunk)
+            idx = [i for i, c in enumerate(candidates) if members.intersection(c)]
+            for part in batched(idx, self.batch_size):
+                jobs.append((part, chunk))
 
-        def run(job: tuple[int, list[int]]) -> dict[int, float]:
-            i, chunk = job
+        def run(job: tuple[list[int], list[int]]) -> list[dict[int, float]]:
+            idx, chunk = job
             data = self._completions(
-                [*prompt_ids, *prefixes[i]],
+                [[*prompt_ids, *prefixes[i]] for i in idx],
                 max_tokens=1,
                 logprobs=len(chunk),
                 logprob_token_ids=chunk,
                 return_tokens_as_token_ids=True,
             )
             try:
-                top = data["choices"][0]["logprobs"]["top_logprobs"][0]
-                return {t: float(top[f"token_id:{t}"]) for t in chunk}
+                choices = sorted(data["choices"], key=lambda c: c["index"])
+                tops = [c["logprobs"]["top_logprobs"][0] for c in choices]
+                return [{t: float(top[f"token_id:{t}"]) for t in chunk} for top in tops]
             except (KeyError, IndexError, TypeError) as exc:
                 raise ModelError(
                     f"the vLLM server at {self.base_url} did not return the requested token "
@@ -378,8 +443,9 @@ class VLLMConstrainedDecoder:
         with ThreadPoolExecutor(max_workers=min(self.max_workers, max(len(jobs), 1))) as pool:
             results = list(pool.map(run, jobs))
         merged: list[dict[int, float]] = [{} for _ in candidates]
-        for (i, _), res in zip(jobs, results, strict=True):
-            merged[i].update(res)
+        for (idx, _), res in zip(jobs, results, strict=True):
+            for i, lp in zip(idx, res, strict=True):
+                merged[i].update(lp)
         return [[merged[i][t] for t in cands] for i, cands in enumerate(candidates)]
 
     def _answers(
@@ -467,7 +533,7 @@ class VLLMConstrainedDecoder:
         else:
             best, steps = trie_beam_search(
                 trie,
-                lambda p, c: self.next_logprobs(prompt_ids, p, c),
+                self.beam_logprobs(trie, prompt_ids),
                 num_beams,
                 self.eos,
                 length_penalty=self.length_penalty,
