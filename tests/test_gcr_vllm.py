@@ -107,7 +107,7 @@ class _TinyBackedDecoder(VLLMConstrainedDecoder):
     """The decoder's request layer answered by the tiny seeded model instead of a server (same maths)."""
 
     def __init__(self, tok):
-        super().__init__("http://127.0.0.1:9/v1", tokenizer=tok)
+        super().__init__("http://127.0.0.1:9/v1", tokenizer=tok, forced_runs=True)
         self.calls = {"runs": 0, "branches": 0}
 
     def continuation_logprobs(self, prompt_ids, continuations):

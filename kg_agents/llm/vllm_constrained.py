@@ -7,13 +7,13 @@ KG-Trie one of two ways, chosen per question by the trie's size:
 - ``exact`` (tries of at most ``score_limit`` paths): every path sentence, followed by EOS, is scored
   with prompt log-probabilities in batched ``/v1/completions`` requests, and the K best are returned
   (exact top-K; no search error).
-- ``beam`` (larger tries): beam search over the trie, driven by the client. At a step, the running
-  beams at branching trie nodes are one ``max_tokens=1`` request that asks for the log-probabilities of
-  exactly their trie children (vLLM's ``logprob_token_ids``; the server's prefix cache can reuse the
-  shared prompt), and a beam entering a run of forced tokens (the rest of an entity name, the EOS at a
-  sentence's end) gets the whole run scored at once by prompt log-probabilities, remembered for the
-  steps that follow. The search itself follows transformers' beam search (K running beams, EOS
-  candidates finish when among the top K, early stopping once K paths are finished), so it returns what
+- ``beam`` (larger tries): beam search over the trie, driven by the client. At each step the running
+  beams are one ``max_tokens=1`` request that asks for the log-probabilities of exactly their trie
+  children (vLLM's ``logprob_token_ids``); the server's prefix cache reuses the prompt and the beams'
+  shared prefixes. (With ``forced_runs=True`` a beam entering a run of forced tokens, e.g. the rest of
+  an entity name, gets the whole run scored at once by prompt log-probabilities instead.) The search
+  itself follows transformers' beam search (K running beams, EOS candidates finish when among the top
+  K, early stopping once K paths are finished), so it returns what
   :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder` returns for the same model and trie, up to
   floating-point differences between the two runtimes.
 
@@ -202,7 +202,13 @@ class VLLMConstrainedDecoder:
             ``"exact"`` or ``"beam"``.
         score_limit: the largest trie scored exactly under ``route="auto"``.
         batch_size: prompts per scoring request of the exact route.
-        max_workers: concurrent requests (one per running beam in the beam route).
+        max_workers: concurrent requests.
+        forced_runs: in the beam route, score a run of forced tokens (one way on through the trie) in one
+            prompt-log-probability request instead of one step request per token. Fewer requests, but
+            vLLM recomputes the whole prompt for them (no prefix cache with prompt log-probabilities):
+            worth it only when the server's prefix cache cannot hold the prompt (CPU's default 128-token
+            blocks with a prompt shorter than that). Measured here with 32-token blocks (what
+            :class:`~kg_agents.llm.vllm_server.VLLMServer` starts): K=10, 9.9 s without, 30.5 s with.
 
     Attributes:
         tokenizer: the tokenizer (graphs build the question's KG-Trie with it).
@@ -234,6 +240,7 @@ class VLLMConstrainedDecoder:
         score_limit: int = 32,
         batch_size: int = 64,
         max_workers: int = 16,
+        forced_runs: bool = False,
     ) -> None:
         from kg_agents.llm.vllm_client import VLLMClient
 
@@ -255,6 +262,7 @@ class VLLMConstrainedDecoder:
         self.score_limit = score_limit
         self.batch_size = batch_size
         self.max_workers = max_workers
+        self.forced_runs = forced_runs
         self.client = VLLMClient(self.base_url, model or "", api_key=api_key, timeout=timeout)
         self.last_stats: dict[str, Any] = {}
         self._checked = False
@@ -375,11 +383,12 @@ class VLLMConstrainedDecoder:
             return run
 
         def next_logprobs(prefixes: list[tuple[int, ...]], cands: list[list[int]]) -> list[list[float]]:
-            runs, branches = [], []
+            runs: list[tuple[tuple[int, ...], list[int]]] = []
+            branches: list[tuple[tuple[int, ...], list[int]]] = []
             for p, c in zip(prefixes, cands, strict=True):
                 if all(t in memo.get(p, {}) for t in c):
                     continue
-                (runs if len(c) == 1 else branches).append((p, c))
+                (runs if len(c) == 1 and self.forced_runs else branches).append((p, c))
             chains = [[*p, *forced_run(p)] for p, _ in runs]
             with ThreadPoolExecutor(max_workers=2) as pool:  # both kinds of request at once
                 rows_f = pool.submit(self.continuation_logprobs, prompt_ids, chains) if runs else None
