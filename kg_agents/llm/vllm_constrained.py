@@ -200,7 +200,10 @@ class VLLMConstrainedDecoder:
         length_penalty: beam score length penalty (transformers' meaning).
         route: ``"auto"`` (``exact`` when the trie has at most ``score_limit`` paths, else ``beam``),
             ``"exact"`` or ``"beam"``.
-        score_limit: the largest trie scored exactly under ``route="auto"``.
+        score_limit: the largest trie scored exactly under ``route="auto"``. Exact scoring costs one full
+            prompt per path (vLLM does not prefix-cache prompt log-probabilities): measured here
+            (``benchmarks/gcr_vllm_routes.py``), 0.3-0.45 s per path against 3-9 s for the beam route at
+            K=3-10, so the two meet at about 10-25 paths.
         batch_size: prompts per scoring request of the exact route.
         max_workers: concurrent requests.
         forced_runs: in the beam route, score a run of forced tokens (one way on through the trie) in one
@@ -237,7 +240,7 @@ class VLLMConstrainedDecoder:
         max_answer_tokens: int = 24,
         length_penalty: float = 1.0,
         route: Route = "auto",
-        score_limit: int = 32,
+        score_limit: int = 16,
         batch_size: int = 64,
         max_workers: int = 16,
         forced_runs: bool = False,
