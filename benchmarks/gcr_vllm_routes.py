@@ -24,8 +24,12 @@ from kg_agents.prompts import load_prompt
 from kg_agents.trie import build_trie
 
 # (hops of the question, question id in the seeded dev-train split, L of its trie)
-CASES = [(1, "metaqa-1hop-6936", 1), (1, "metaqa-1hop-6735", 1), (2, "metaqa-2hop-6953", 2),
-         (2, "metaqa-2hop-2594", 2)]
+CASES = [
+    (1, "metaqa-1hop-6936", 1),
+    (1, "metaqa-1hop-6735", 1),
+    (2, "metaqa-2hop-6953", 2),
+    (2, "metaqa-2hop-2594", 2),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         dec = VLLMConstrainedDecoder(server.base_url, tokenizer=tok)
         for _, msgs, trie in cases:  # warm-up
             dec.generate(msgs, trie, 2, route="beam", answer=False)
-        print(f"{'question':>18} {'paths':>6} {'K':>3} {'exact s':>8} {'beam s':>7} {'exact best':>11} "
-              f"{'beam best':>10}")
+        print(
+            f"{'question':>18} {'paths':>6} {'K':>3} {'exact s':>8} {'beam s':>7} {'exact best':>11} "
+            f"{'beam best':>10}"
+        )
         for qid, msgs, trie in cases:
             for k in args.beams:
                 row = {}
@@ -54,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     out = dec.generate(msgs, trie, k, route=route, answer=False)
                     row[route] = (time.perf_counter() - t0, out[0].score)
-                print(f"{qid:>18} {len(trie):>6} {k:>3} {row['exact'][0]:8.2f} {row['beam'][0]:7.2f} "
-                      f"{row['exact'][1]:11.3f} {row['beam'][1]:10.3f}")
+                print(
+                    f"{qid:>18} {len(trie):>6} {k:>3} {row['exact'][0]:8.2f} {row['beam'][0]:7.2f} "
+                    f"{row['exact'][1]:11.3f} {row['beam'][1]:10.3f}"
+                )
         dec.close()
     print(f"load average at end: {os.getloadavg()}")
     return 0
