@@ -274,3 +274,16 @@ def test_build_tries_for_a_dataset_and_bad_command_lines(capsys, tmp_path):
                 ["--dataset", "nope", "--out", str(out)]):
         assert cli.main(["build-tries", *bad]) == 2, bad
         assert capsys.readouterr().err.startswith("kg-agents: error:")
+
+
+def test_ask_gcr_with_a_vllm_decoder_spec_that_is_down(capsys, chat, kg_file):
+    """``--set decoder=vllm:URL`` reaches the gcr graph as a spec; a server that is down is exit 1, named."""
+    from kg_agents.llm.vllm_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    rc = cli.main(["ask", "who directed [Splash]", "--method", "gcr", "--kg", kg_file, "--topic", "Splash",
+                   "--set", f"decoder=vllm:{url}", "--set", "num_beams=2"])
+    err = capsys.readouterr().err
+    assert rc == 1 and url in err and "ModelError" in err
+    assert cli.main(["ask", "q", "--method", "gcr", "--kg", kg_file, "--set", "decoder=nope"]) == 2
+    assert "unknown decoder spec 'nope'" in capsys.readouterr().err
