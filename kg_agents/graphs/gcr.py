@@ -125,7 +125,8 @@ def create_gcr_graph(
         general_llm: overrides ``llm``; ``None`` answers by voting over the hypothesis answers
             (the paper's "w/o general LLM" ablation: one LLM call per question).
         decoder: a ``ConstrainedDecoder`` (the KG-specialised model; default: the embedded local
-            model in a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`).
+            model in a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`), or a spec for
+            :func:`~kg_agents.llm.resolve.resolve_decoder`: ``"local"``, ``"vllm:http://HOST:PORT/v1"``.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
@@ -150,6 +151,10 @@ def create_gcr_graph(
     if num_beams < 1 or max_hops < 1:
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
     mkg = MeteredKG(kg)
+    if isinstance(decoder, str):
+        from kg_agents.llm.resolve import resolve_decoder
+
+        decoder = resolve_decoder(decoder)
     if decoder is None:
         from kg_agents.llm.constrained import LocalConstrainedDecoder
 
