@@ -338,8 +338,10 @@ def test_public_exports_are_pinned() -> None:
         "DecodedPath",
         "LocalChatModel",
         "UsageCallback",
+        "VLLMConstrainedDecoder",
         "load_local_model",
         "resolve_chat_model",
+        "resolve_decoder",
     }
 
 
