@@ -12,6 +12,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             ents.extend(q.topic_entities or [])
     ents = list(dict.fromkeys(ents))[: args.entities]
     sig = tokenizer_signature(tok)
+    print(f"load average at start: {os.getloadavg()}")
     print(f"MetaQA {kg!r}; {len(ents)} topic entities of dev-train questions; "
           f"fanout_limit={args.fanout_limit} max_paths={args.max_paths}")
     print(f"{'L':>2} {'median ms':>10} {'p95 ms':>8} {'paths med':>10} {'paths max':>10} "
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         n += 1
     per_call = (time.perf_counter() - t0) / max(n, 1) * 1e6
     print(f"allowed(prefix) on a {len(trie)}-path trie: {per_call:.2f} us/call")
+    print(f"load average at end: {os.getloadavg()}")
     return 0
 
 

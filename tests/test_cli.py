@@ -223,3 +223,67 @@ def test_unreachable_sparql_endpoint_is_one_line():
     assert r.returncode == 1, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("kg-agents:")]
     assert len(lines) == 1 and "http://127.0.0.1:9/sparql" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_build_tries_from_a_file_then_resume_and_limits(capsys, kg_file, tmp_path):
+    from kg_agents.graphs.gcr import create_gcr_graph
+    from kg_agents.kg import open_kg
+    from kg_agents.trie import TrieCache
+    from tests.gcr_helpers import tiny_decoder
+
+    ents = tmp_path / "entities.txt"
+    ents.write_text("Splash\nBig\n\nNobody At All\n", encoding="utf-8")
+    out = tmp_path / "tries"
+    args = ["build-tries", "--kg", kg_file, "--entities", str(ents), "--hops", "1", "--out", str(out)]
+    assert cli.main(args) == 0
+    text = capsys.readouterr().out
+    assert "built 2 KG-Tries (L=1)" in text and "0 already there; 2 files" in text
+    assert "limits hit: none" in text and "1 entities not in the KG, skipped: Nobody At All" in text
+    assert "per entity: build median" in text
+    assert len(list(out.glob("*.npz"))) == 2 and (out / "index.json").is_file()
+    # a rerun keeps what is there
+    assert cli.main([*args, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_built"] == 0 and summary["skipped_existing"] == ["Splash", "Big"]
+    assert summary["files"] == 2 and summary["total_bytes"] > 0
+    # the gcr graph's cache reads them from disk instead of building
+    dec = tiny_decoder(max_answer_tokens=2)
+    kg = open_kg(kg_file)
+    cache = TrieCache(kg, dec.tokenizer, max_hops=1, directory=out)
+    g = create_gcr_graph(kg, general_llm=None, decoder=dec, trie_cache=cache, num_beams=2, max_hops=1)
+    res = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
+    assert next(t for t in res["trace"] if t["node"] == "get_trie")["from_disk"] == 1
+    # other settings in the same directory are refused; --overwrite rebuilds; limits are reported
+    assert cli.main([*args[:-4], "--hops", "2", "--out", str(out)]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert cli.main([*args, "--max-paths", "2", "--overwrite"]) == 0
+    text = capsys.readouterr().out
+    assert "built 2 KG-Tries" in text and "limits hit (fan-out 500 per entity and hop, or 2 paths" in text
+    assert "for 2 entities: Splash, Big" in text
+
+
+def test_build_tries_for_a_dataset_and_bad_command_lines(capsys, tmp_path):
+    out = tmp_path / "t"
+    assert cli.main(["build-tries", "--dataset", "metaqa-1hop", "--split", "train", "--limit", "3",
+                     "--hops", "1", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_built"] == 3 == summary["files"] and summary["seconds_p95"] >= summary["seconds_median"]
+    for bad in (["--out", str(out)], ["--dataset", "metaqa-1hop", "--entities", "x", "--out", str(out)],
+                ["--entities", str(tmp_path / "missing.txt"), "--out", str(out)],
+                ["--dataset", "metaqa-1hop", "--hops", "0", "--out", str(out)],
+                ["--dataset", "nope", "--out", str(out)]):
+        assert cli.main(["build-tries", *bad]) == 2, bad
+        assert capsys.readouterr().err.startswith("kg-agents: error:")
+
+
+def test_ask_gcr_with_a_vllm_decoder_spec_that_is_down(capsys, chat, kg_file):
+    """``--set decoder=vllm:URL`` reaches the gcr graph as a spec; a server that is down is exit 1, named."""
+    from kg_agents.llm.vllm_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    rc = cli.main(["ask", "who directed [Splash]", "--method", "gcr", "--kg", kg_file, "--topic", "Splash",
+                   "--set", f"decoder=vllm:{url}", "--set", "num_beams=2"])
+    err = capsys.readouterr().err
+    assert rc == 1 and url in err and "ModelError" in err
+    assert cli.main(["ask", "q", "--method", "gcr", "--kg", kg_file, "--set", "decoder=nope"]) == 2
+    assert "unknown decoder spec 'nope'" in capsys.readouterr().err

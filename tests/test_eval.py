@@ -179,3 +179,43 @@ def test_compare_runs(tmp_path, kg):
     assert "graph_rag" in table and "llm_only" in table and chart.stat().st_size > 0
     with pytest.raises(ConfigError, match=r"summary\.json"):
         compare_runs([tmp_path / "nothing"], tmp_path / "x.png")
+
+
+class _DownFor:
+    """A KG whose endpoint 'fails' (EndpointError) for neighbour reads of some entities."""
+
+    def __init__(self, kg, down):
+        self.inner, self.down = kg, set(down)
+
+    def __getattr__(self, item):
+        return getattr(self.inner, item)
+
+    def neighbors_many(self, entities, relation=None, direction="out", limit=None):
+        from kg_agents.errors import EndpointError
+
+        if self.down & set(entities):
+            raise EndpointError("http://kg.invalid/sparql", "HTTP 503 Service Unavailable (3 attempts)")
+        return self.inner.neighbors_many(entities, relation, direction, limit)
+
+
+def test_endpoint_failure_in_a_graph_is_an_error_and_the_run_goes_on(tmp_path, kg):
+    """The graph ends the failing question with the error in its trace; the runner counts it, goes on."""
+    llm = KeyedChat(script=SCRIPT, calls=[])
+    s = _run(QUESTIONS, tmp_path, llm, _DownFor(kg, {"Big"}))
+    assert s["n"] == 3 and s["errors"] == 1 and s["hits@1"] == pytest.approx(2 / 3)
+    recs = read_predictions(tmp_path / "predictions.jsonl")
+    assert "http://kg.invalid/sparql" in recs["q2"]["error"] and recs["q2"]["predictions"] == []
+    assert recs["q1"]["error"] is None and recs["q3"]["error"] is None
+    assert not any("[Big]" in c for c in llm.calls)  # the failed question never reached the model
+
+
+def test_endpoint_down_for_every_question_stops_the_run(tmp_path, kg):
+    from kg_agents.errors import EndpointError
+
+    llm = KeyedChat(script=SCRIPT, calls=[])
+    down = _DownFor(kg, {"Splash", "Big", "Cast Away"})
+    with pytest.raises(EndpointError, match=r"2 questions in a row"):
+        _run(QUESTIONS, tmp_path, llm, down, max_endpoint_failures=2)
+    assert len(read_predictions(tmp_path / "predictions.jsonl")) == 2
+    with pytest.raises(ConfigError):
+        _run(QUESTIONS, tmp_path, llm, kg, max_endpoint_failures=0)

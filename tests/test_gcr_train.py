@@ -25,10 +25,11 @@ def test_resolve_adapter_rejects_a_directory_without_an_adapter(tmp_path):
 
 
 def test_adapter_and_decoder_together_are_refused():
-    with pytest.raises(ConfigError, match="not both"):
-        create_gcr_graph(
-            MemoryKG(CONTRACT_TRIPLES), adapter="bundled", decoder=tiny_decoder(), general_llm=None
-        )
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    with pytest.raises(ConfigError, match="local decoder only"):
+        create_gcr_graph(kg, adapter="bundled", decoder=tiny_decoder(), general_llm=None)
+    with pytest.raises(ConfigError, match="local decoder only"):
+        create_gcr_graph(kg, adapter="bundled", decoder="vllm:http://127.0.0.1:9/v1", general_llm=None)
 
 
 def test_adapter_is_a_command_line_option():

@@ -56,6 +56,10 @@ def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):
     assert [p.to_text() for p in out["paths"]] == ["Big -> directed_by -> Penny Marshall"]
     again = TripleTextIndex.open(kg, encoder, str(tmp_path))
     assert len(again.triples) == len(kg)
+    # whole-KG scope needs no topic entity: the linking error is noted, the question still answered
+    out = g.invoke({"question": "who directed the film about a mermaid"}, context={"top_k": 2})
+    assert out["answers"] == ["Penny Marshall"] and out["errors"] == [
+        "link_entities: no entity of the KG found in the question"]
 
 
 def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):

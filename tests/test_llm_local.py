@@ -338,8 +338,10 @@ def test_public_exports_are_pinned() -> None:
         "DecodedPath",
         "LocalChatModel",
         "UsageCallback",
+        "VLLMConstrainedDecoder",
         "load_local_model",
         "resolve_chat_model",
+        "resolve_decoder",
     }
 
 
@@ -381,3 +383,60 @@ def test_bad_call_options_fail_before_loading() -> None:
     with pytest.raises(ConfigError, match="serves 'smollm2-135m-instruct' only"):
         llm.invoke("hi", model="gpt-4")
     assert llm._hf is None
+
+
+def test_batch_size_is_validated() -> None:
+    from kg_agents.llm.batching import GenerationBatcher
+
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        LocalChatModel(batch_size=0)
+    with pytest.raises(ValueError, match="max_batch must be >= 1"):
+        GenerationBatcher(None, None, threading.Lock(), max_batch=0)
+
+
+def test_batcher_rejects_an_empty_prompt() -> None:
+    from kg_agents.llm.batching import BatchRequest, GenerationBatcher
+
+    with pytest.raises(ModelError, match="empty prompt"):
+        GenerationBatcher(None, None, threading.Lock()).submit(BatchRequest(prompt_ids=[], max_new_tokens=4))
+
+
+@pytest.mark.integration
+async def test_concurrent_calls_are_batched_and_match_single_calls() -> None:
+    """Dynamic batching: concurrent greedy calls share one generate call and give the single-call results,
+    each with its own stop strings, token limit and usage."""
+    single = LocalChatModel(max_tokens=24, batch_size=1)
+    batched = LocalChatModel(max_tokens=24, batch_size=8, batch_window=0.05)
+    calls = [
+        (COUNT, {"stop": ["4"]}),
+        ("Say hello.", {"max_tokens": 5}),
+        ("What is the capital of France? Answer in one word.", {}),
+        (COUNT, {"max_tokens": 9}),
+        ("Name three colors.", {"stop": ["\n", ","]}),
+    ]
+    expected = [single.invoke(p, **kw) for p, kw in calls]
+    assert all(m.response_metadata["batch_size"] == 1 for m in expected)
+    import asyncio
+
+    got = await asyncio.gather(*(batched.ainvoke(p, **kw) for p, kw in calls))
+    assert [m.content for m in got] == [m.content for m in expected]
+    assert [m.usage_metadata for m in got] == [m.usage_metadata for m in expected]
+    assert [m.response_metadata["finish_reason"] for m in got] == [
+        m.response_metadata["finish_reason"] for m in expected
+    ]
+    assert max(m.response_metadata["batch_size"] for m in got) > 1  # they really shared a generate call
+    threaded = batched.batch([p for p, _ in calls], max_tokens=6, config={"max_concurrency": 5})
+    assert [m.content for m in threaded] == [single.invoke(p, max_tokens=6).content for p, _ in calls]
+
+
+@pytest.mark.integration
+async def test_unseeded_samples_batch_and_seeded_samples_stay_reproducible() -> None:
+    import asyncio
+
+    batched = LocalChatModel(max_tokens=8, batch_size=8, batch_window=0.05)
+    got = await asyncio.gather(*(batched.ainvoke(COUNT, temperature=0.9) for _ in range(4)))
+    assert all(m.usage_metadata["output_tokens"] <= 8 for m in got)
+    assert max(m.response_metadata["batch_size"] for m in got) > 1
+    seeded = await asyncio.gather(*(batched.ainvoke(COUNT, temperature=0.9, seed=7) for _ in range(3)))
+    assert len({m.content for m in seeded}) == 1  # generated alone, each with its own seed
+    assert all(m.response_metadata["batch_size"] == 1 for m in seeded)

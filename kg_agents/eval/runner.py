@@ -4,9 +4,13 @@
   finished question is appended to ``predictions.jsonl`` at once (one line, flushed), so an interrupted
   run loses nothing and a rerun with the same ``out_dir`` skips the questions already there.
 - A question that raised is recorded with its error, counts as wrong, and the run goes on; it is tried
-  again on a rerun. An error that concerns the whole run (the model server or KG endpoint is
-  unreachable: :class:`~kg_agents.errors.EndpointError`, :class:`~kg_agents.errors.ModelError`, a
-  connection error) stops the run instead, so that it can be resumed once the server is back.
+  again on a rerun. So is a question whose graph ended because a KG endpoint failed: the graphs
+  record the :class:`~kg_agents.errors.EndpointError` in their trace and end instead of raising it
+  (:func:`endpoint_failure`); after ``max_endpoint_failures`` such questions in a row the run
+  stops with the ``EndpointError``. An error that a graph lets through and that concerns the whole run (the
+  model server or KG endpoint is unreachable: :class:`~kg_agents.errors.EndpointError`,
+  :class:`~kg_agents.errors.ModelError`, a connection error) stops the run instead, so that it can be
+  resumed once the server is back.
 - Every returned path is checked again here against the question's KG (``faithful_path_ratio``).
 - ``summary.json`` is computed from ``predictions.jsonl`` only (:func:`kg_agents.eval.metrics.summarize`).
 
@@ -26,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kg_agents.errors import ConfigError, EndpointError, ModelError
+from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelError
 from kg_agents.eval.metrics import METRIC_KEYS, score_aliased, summarize
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
@@ -126,12 +130,37 @@ def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, 
         return rec
     answers = [str(a) for a in out.get("answers") or []]
     paths = [p for p in out.get("paths") or [] if isinstance(p, KGPath)]
-    faithful = sum(1 for p in paths if verify_path(kg, p))
+    error = endpoint_failure(out)
+    try:
+        faithful = sum(1 for p in paths if verify_path(kg, p))
+    except KGAgentsError as exc:  # the KG failed while the paths were checked again
+        faithful, error = 0, error or f"{type(exc).__name__}: {exc} (checking the returned paths)"
     rec.update(predictions=answers, paths=[p.to_text() for p in paths], paths_total=len(paths),
                paths_faithful=faithful, scores=score_aliased(answers, gold_sets(q)),
                usage=dict(out.get("usage") or {}), seconds=seconds,
-               graph_errors=list(out.get("errors") or []), error=None)
+               graph_errors=list(out.get("errors") or []), error=error)
+    if error:
+        rec["scores"] = {k: 0.0 for k in METRIC_KEYS}
     return rec
+
+
+def _endpoint_step(res: Any) -> dict[str, Any] | None:
+    out = res[0] if isinstance(res, tuple) else res
+    for step in (out.get("trace") if isinstance(out, dict) else None) or []:
+        if isinstance(step, dict) and step.get("endpoint"):
+            return step
+    return None
+
+
+def endpoint_failure(out: dict[str, Any]) -> str | None:
+    """The error of a graph run that ended because a KG endpoint failed, or None.
+
+    Graphs record such a failure in their trace (a step with ``endpoint``, see
+    :func:`kg_agents.graphs.nodes.error_update`) and end; the runner counts the question as an error,
+    not as a wrong answer, so that a rerun tries it again.
+    """
+    step = _endpoint_step(out)
+    return f"{step.get('node')}: {step.get('error')}" if step else None
 
 
 async def run_eval(
@@ -146,6 +175,7 @@ async def run_eval(
     context: Any = None,
     run_info: dict[str, Any] | None = None,
     progress: bool = True,
+    max_endpoint_failures: int = 5,
 ) -> dict[str, Any]:
     """Evaluate a reasoning graph on ``questions``; write the run files into ``out_dir``.
 
@@ -158,11 +188,16 @@ async def run_eval(
         build_graph: ``kg -> compiled graph``; called once per distinct KG.
         kg_for: ``question -> KG`` (e.g. :meth:`Dataset.kg_for`); a question with its own graph
             (``question.kg`` set) gets its own compiled graph.
-        concurrency: how many questions run at once.
+        concurrency: how many questions run at once. Sync graph nodes run in the event loop's default
+            executor; give the loop one with at least ``concurrency`` threads (``kg-agents eval`` does) so
+            that many are really in flight and the local model can batch their calls.
         context: the graphs' per-run context (``ainvoke(..., context=...)``), or None.
         run_info: what identifies the run (method, dataset, split, seed, model, options, kg); a rerun in
             the same directory must match it.
         progress: show a progress bar on stderr.
+        max_endpoint_failures: stop the run (raising the ``EndpointError``) once this many questions
+            in a row ended because a KG endpoint failed: the endpoint is down, not one question's
+            queries; each such question is recorded as an error, and a rerun resumes.
 
     Returns:
         The summary (also written to ``summary.json``).
@@ -176,6 +211,8 @@ async def run_eval(
 
     if concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    if max_endpoint_failures < 1:
+        raise ConfigError(f"max_endpoint_failures must be >= 1, got {max_endpoint_failures}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     check_run_info(out, {"method": method, "dataset": dataset, **(run_info or {})})
@@ -200,6 +237,7 @@ async def run_eval(
         return result, time.perf_counter() - t0
 
     runner = RunnableLambda(run_one, name="eval_question")
+    failed_in_a_row = 0
     bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"{method} on {dataset}",
                unit="q", disable=not progress, file=sys.stderr)
     try:
@@ -220,6 +258,13 @@ async def run_eval(
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 fh.flush()
                 bar.update(1)
+                failure = _endpoint_step(res) if not isinstance(res, BaseException) else None
+                failed_in_a_row = failed_in_a_row + 1 if failure else 0
+                if failure and failed_in_a_row >= max_endpoint_failures:
+                    raise EndpointError(
+                        str(failure["endpoint"]),
+                        f"{failed_in_a_row} questions in a row failed on it; last: {failure.get('error')}",
+                    )
     finally:
         bar.close()
     return write_summary(out, questions, method=method, dataset=dataset)

@@ -9,7 +9,8 @@ They also show the pattern every reasoning graph follows:
   dataclass read through ``Runtime``;
 - nodes are plain functions of state returning partial updates, wrapped with ``metered`` so
   ``usage`` is measured; the KG is wrapped in ``MeteredKG``; LLM calls go through ``invoke_llm``;
-- errors are recorded in ``errors``/``trace`` and the graph ends, instead of raising.
+- errors are recorded in ``errors``/``trace`` and the graph ends, instead of raising: nodes that
+  call the KG are ``guarded`` and routed with ``end_on_error``.
 
 Example:
     >>> from kg_agents import open_kg
@@ -28,8 +29,11 @@ from langgraph.runtime import Runtime
 
 from kg_agents.graphs.nodes import (
     default_llm,
+    end_on_error,
     error_update,
+    guarded,
     make_link_entities_node,
+    no_answer_error,
     parse_answers,
     verified_paths_update,
 )
@@ -82,6 +86,7 @@ def create_llm_only_graph(
     template = as_prompt(prompt, "baselines", "llm_only")
 
     @metered
+    @guarded("answer")
     def answer(state: ReasoningState, runtime: Runtime[LLMOnlyContext]) -> dict[str, Any]:
         question = (state.get("question") or "").strip()
         if not question:
@@ -89,7 +94,8 @@ def create_llm_only_graph(
         msg = invoke_llm(model, template.format_messages(question=question))
         ctx = runtime.context or LLMOnlyContext()
         answers = parse_answers(str(msg.content))[: ctx.max_answers]
-        return {"answers": answers, "paths": [], "trace": [{"node": "answer", "raw": str(msg.content)}]}
+        update = {"answers": answers, "paths": [], "trace": [{"node": "answer", "raw": str(msg.content)}]}
+        return update | ({} if answers else {"errors": no_answer_error("answer", msg.content)})
 
     g = StateGraph(ReasoningState, context_schema=LLMOnlyContext, input_schema=ReasoningInput,
                    output_schema=ReasoningOutput)
@@ -136,6 +142,7 @@ def create_graph_rag_graph(
     template = as_prompt(prompt, "baselines", "rag")
 
     @metered
+    @guarded("retrieve")
     def retrieve(state: GraphRAGState, runtime: Runtime[GraphRAGContext]) -> dict[str, Any]:
         ctx = runtime.context or GraphRAGContext()
         ents = state.get("topic_entities") or []
@@ -154,6 +161,7 @@ def create_graph_rag_graph(
         }
 
     @metered
+    @guarded("answer")
     def answer(state: GraphRAGState, runtime: Runtime[GraphRAGContext]) -> dict[str, Any]:
         ctx = runtime.context or GraphRAGContext()
         triples = state.get("triples") or []
@@ -173,6 +181,8 @@ def create_graph_rag_graph(
         update = verified_paths_update(mkg, paths)
         update.update({"answers": answers})
         update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
+        if not answers:
+            update["errors"] = no_answer_error("answer", msg.content)
         return update
 
     def after_link(state: GraphRAGState) -> str:
@@ -185,7 +195,7 @@ def create_graph_rag_graph(
     g.add_node("answer", answer)
     g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"retrieve": "retrieve", "end": END})
-    g.add_edge("retrieve", "answer")
+    g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
     g.add_edge("answer", END)
     return g.compile(checkpointer=checkpointer, name="graph_rag")
 
@@ -410,6 +420,7 @@ def create_text_rag_graph(
         return np.stack([emb_cache[t] for t in texts]) if texts else np.zeros((0, 1), dtype="float32")
 
     @metered
+    @guarded("retrieve")
     def retrieve(state: TextRAGState, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
         import faiss
 
@@ -439,6 +450,7 @@ def create_text_rag_graph(
         }
 
     @metered
+    @guarded("answer")
     def answer(state: TextRAGState, runtime: Runtime[TextRAGContext]) -> dict[str, Any]:
         ctx = runtime.context or TextRAGContext()
         triples = state.get("triples") or []
@@ -452,6 +464,8 @@ def create_text_rag_graph(
         update = verified_paths_update(mkg, paths)
         update["answers"] = answers
         update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
+        if not answers:
+            update["errors"] = no_answer_error("answer", msg.content)
         return update
 
     def after_link(state: TextRAGState) -> str:
@@ -466,6 +480,6 @@ def create_text_rag_graph(
     g.add_node("answer", answer)
     g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"retrieve": "retrieve", "end": END})
-    g.add_edge("retrieve", "answer")
+    g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
     g.add_edge("answer", END)
     return g.compile(checkpointer=checkpointer, name="text_rag")

@@ -32,8 +32,11 @@ from langgraph.runtime import Runtime
 from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.graphs.nodes import (
     default_llm,
+    end_on_error,
     error_update,
+    guarded,
     make_link_entities_node,
+    no_answer_error,
     parse_answers,
     verified_paths_update,
 )
@@ -206,6 +209,7 @@ def create_dualr_graph(
         return runtime.context or DualRContext()
 
     @metered
+    @guarded("encode_question")
     def encode_question(state: DualRState) -> dict[str, Any]:
         try:
             vec = get_encoder()([state["question"]])[0]
@@ -214,6 +218,7 @@ def create_dualr_graph(
         return {"question_encoding": [float(x) for x in vec]}
 
     @metered
+    @guarded("explore")
     def explore(state: DualRState, runtime: Runtime[DualRContext]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         n = ctx.num_candidates or num_candidates
@@ -242,6 +247,7 @@ def create_dualr_graph(
         return update
 
     @metered
+    @guarded("backtrack")
     def backtrack_chains(state: DualRState) -> dict[str, Any]:
         explored = state.get("explored") or []
         chains = {c["entity"]: backtrack(explored, c["entity"]) for c in state.get("candidates") or []}
@@ -252,6 +258,7 @@ def create_dualr_graph(
         return {"chains": kept, "evidence": sorted(set(kept.values())), "trace": trace}
 
     @metered
+    @guarded("build_prompt")
     def build_prompt(state: DualRState) -> dict[str, Any]:
         chains = state.get("chains") or {}
         lines = []
@@ -264,6 +271,7 @@ def create_dualr_graph(
         return {"options": "\n".join(lines)}
 
     @metered
+    @guarded("determine_answer")
     def determine_answer(state: DualRState, runtime: Runtime[DualRContext]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         cands = state.get("candidates") or []
@@ -288,12 +296,9 @@ def create_dualr_graph(
         update = verified_paths_update(mkg, [Path.from_text(chains[e]) for e in chosen if e in chains])
         update["answers"] = answers
         update["trace"] = [trace, *update["trace"]]
+        if not answers:
+            update["errors"] = no_answer_error("determine_answer", trace.get("raw", ""))
         return update
-
-    def route(next_node: str) -> Any:
-        def _route(state: DualRState) -> str:
-            return "end" if state.get("errors") and "answers" in state else next_node
-        return _route
 
     g = StateGraph(DualRState, context_schema=DualRContext, input_schema=ReasoningInput,
                    output_schema=ReasoningOutput)
@@ -304,12 +309,16 @@ def create_dualr_graph(
     g.add_node("build_prompt", build_prompt)
     g.add_node("determine_answer", determine_answer)
     g.add_edge(START, "link_entities")
-    g.add_conditional_edges("link_entities", route("encode_question"),
+    g.add_conditional_edges("link_entities", end_on_error("encode_question", on_answers=True),
                             {"encode_question": "encode_question", "end": END})
-    g.add_conditional_edges("encode_question", route("explore"), {"explore": "explore", "end": END})
-    g.add_conditional_edges("explore", route("backtrack"), {"backtrack": "backtrack", "end": END})
-    g.add_edge("backtrack", "build_prompt")
-    g.add_edge("build_prompt", "determine_answer")
+    g.add_conditional_edges("encode_question", end_on_error("explore", on_answers=True),
+                            {"explore": "explore", "end": END})
+    g.add_conditional_edges("explore", end_on_error("backtrack", on_answers=True),
+                            {"backtrack": "backtrack", "end": END})
+    g.add_conditional_edges("backtrack", end_on_error("build_prompt", on_answers=True),
+                            {"build_prompt": "build_prompt", "end": END})
+    g.add_conditional_edges("build_prompt", end_on_error("determine_answer", on_answers=True),
+                            {"determine_answer": "determine_answer", "end": END})
     g.add_edge("determine_answer", END)
     return g.compile(checkpointer=checkpointer, name="dualr")
 

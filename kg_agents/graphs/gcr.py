@@ -28,7 +28,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import error_update, make_link_entities_node, parse_answers, verified_paths_update
+from kg_agents.graphs.nodes import (
+    error_update,
+    make_link_entities_node,
+    no_answer_error,
+    parse_answers,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -120,10 +126,11 @@ def create_gcr_graph(
         general_llm: overrides ``llm``; ``None`` answers by voting over the hypothesis answers
             (the paper's "w/o general LLM" ablation: one LLM call per question).
         decoder: a ``ConstrainedDecoder`` (the KG-specialised model; default: the embedded local
-            model in a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`).
-        adapter: a GCR LoRA adapter for the default local decoder (the fine-tuned KG-specialised
-            model of eq. 8): ``"bundled"`` or a directory from ``kg-agents train gcr``; None: the
-            zero-shot local model. Not with ``decoder``.
+            model in a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`), or a spec for
+            :func:`~kg_agents.llm.resolve.resolve_decoder`: ``"local"``, ``"vllm:http://HOST:PORT/v1"``.
+        adapter: a GCR LoRA adapter for the local decoder (the fine-tuned KG-specialised model of
+            eq. 8): ``"bundled"`` or a directory from ``kg-agents train gcr``; None: the zero-shot
+            local model. Only with ``decoder`` None or ``"local"``.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
@@ -137,8 +144,8 @@ def create_gcr_graph(
         checkpointer: a LangGraph checkpointer.
 
     Raises:
-        ConfigError: an unknown ``prompt_style``, ``adapter`` together with ``decoder``, no adapter at
-            ``adapter``, or a decoder whose tokenizer differs from the cache's.
+        ConfigError: an unknown ``prompt_style``, ``adapter`` with a decoder other than the local one,
+            no adapter at ``adapter``, or a decoder whose tokenizer differs from the cache's.
 
     Example:
         >>> graph = create_gcr_graph(kg, general_llm=None, num_beams=5)                # doctest: +SKIP
@@ -151,11 +158,16 @@ def create_gcr_graph(
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
     mkg = MeteredKG(kg)
     if adapter is not None:
-        if decoder is not None:
-            raise ConfigError("give either adapter= (for the local decoder) or decoder=, not both")
+        if decoder not in (None, "local"):
+            raise ConfigError("adapter= applies to the local decoder only; with decoder= a vLLM server or "
+                              "your own decoder, merge the adapter into the model it runs instead")
         from kg_agents.graphs.gcr_train import load_gcr_decoder
 
         decoder = load_gcr_decoder(adapter)
+    if isinstance(decoder, str):
+        from kg_agents.llm.resolve import resolve_decoder
+
+        decoder = resolve_decoder(decoder)
     if decoder is None:
         from kg_agents.llm.constrained import LocalConstrainedDecoder
 
@@ -250,7 +262,11 @@ def create_gcr_graph(
         decoded = state.get("decoded") or []
         if general is None:
             answers = vote(decoded)[: ctx.max_answers]
-            return {"answers": answers, "trace": [{"node": "reason", "mode": "vote", "answers": answers}]}
+            update: dict[str, Any] = {
+                "answers": answers, "trace": [{"node": "reason", "mode": "vote", "answers": answers}]}
+            if not answers:
+                update["errors"] = ["reason: the decoded paths carry no answer to vote on"]
+            return update
         messages = reason_template.format_messages(question=state["question"], paths=format_paths(decoded))
         try:
             msg = invoke_llm(general, messages)
@@ -258,7 +274,10 @@ def create_gcr_graph(
             return {"answers": vote(decoded)[: ctx.max_answers], **error_update("reason", exc)}
         raw = str(msg.content)
         answers = parse_answers(_strip_path_lines(raw))[: ctx.max_answers]
-        return {"answers": answers, "trace": [{"node": "reason", "mode": "general_llm", "raw": raw}]}
+        update = {"answers": answers, "trace": [{"node": "reason", "mode": "general_llm", "raw": raw}]}
+        if not answers:
+            update["errors"] = no_answer_error("reason", raw)
+        return update
 
     def after_link(state: GCRState) -> str:
         return "get_trie" if state.get("topic_entities") else "end"

@@ -69,10 +69,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 
-from kg_agents.errors import ConfigError, KGAgentsError
+from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError, KGError
 from kg_agents.graphs.nodes import (
     default_llm,
     error_update,
+    guarded,
     parse_answers,
     resolve_entities,
     verified_paths_update,
@@ -326,7 +327,7 @@ def _triple_text(kg: Any, t: Triple) -> str:
     def lab(e: str) -> str:
         try:
             return str(kg.label(e))
-        except KGAgentsError:
+        except EntityNotFound:  # (a failing endpoint is not hidden: it raises)
             return e
 
     return f"{lab(t.head)} -> {t.relation} -> {lab(t.tail)}"
@@ -701,18 +702,22 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         given = state.get("topic_entities") or []
         errors: list[str] = []
         ids: list[str] = []
-        if given:
-            ids, unknown = resolve_entities(kg, index, given)
-            if unknown:
-                errors.append(f"prepare: unknown topic entities {unknown}")
-        else:
-            for m in re.findall(r"\[([^\[\]]+)\]", question):  # MetaQA marks the topic entity [so]
-                ids.extend(box.lookup(m)[:1])
-            if not ids and index is not None and hasattr(index, "topic_entities"):
-                try:
-                    ids = list(index.topic_entities(question))
-                except KGAgentsError as exc:
-                    errors.append(f"prepare: {type(exc).__name__}: {exc}")
+        try:
+            if given:
+                ids, unknown = resolve_entities(kg, index, given)
+                if unknown:
+                    errors.append(f"prepare: unknown topic entities {unknown}")
+            else:
+                for m in re.findall(r"\[([^\[\]]+)\]", question):  # MetaQA marks the topic entity [so]
+                    ids.extend(box.lookup(m)[:1])
+        except KGError as exc:  # the KG failed (e.g. its endpoint): the question ends here
+            return {"answers": [], "paths": [], "frontier": [], "level": 0, "settings": settings,
+                    **error_update("prepare", exc)}
+        if not given and not ids and index is not None and hasattr(index, "topic_entities"):
+            try:
+                ids = list(index.topic_entities(question))
+            except KGAgentsError as exc:
+                errors.append(f"prepare: {type(exc).__name__}: {exc}")
         root = {"id": _ROOT, "parents": [], "group": "", "order": [0, 0], "level": 0, "steps": [],
                 "triples": [], "starts": ids, "seen": list(ids), "visited": [], "attributes": [],
                 "answers": None, "done": False}
@@ -868,6 +873,7 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
                 "trace": [{"node": "select", "level": level, "kept": kept_ids}]}
 
     @metered
+    @guarded("answer")
     def answer(state: GraphCoTState) -> dict[str, Any]:
         settings = state.get("settings") or {}
         if not (state.get("question") or "").strip() or not settings:
@@ -902,6 +908,8 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         update["trace"] = [{"node": "answer", "best": best["id"] if best else None, "how": how,
                             "levels": state.get("level", 0)}, *update["trace"]]
         update.update(answers=answers, evidence=evidence[:100])
+        if not answers:
+            update["errors"] = [f"answer: no answer ({how})"]
         return update
 
     g = StateGraph(GraphCoTState, context_schema=GraphCoTContext, input_schema=ReasoningInput,

@@ -45,7 +45,15 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import error_update, make_link_entities_node, parse_answers, verified_paths_update
+from kg_agents.graphs.nodes import (
+    end_on_error,
+    error_update,
+    guarded,
+    make_link_entities_node,
+    no_answer_error,
+    parse_answers,
+    verified_paths_update,
+)
 from kg_agents.graphs.state import (
     MeteredKG,
     ReasoningInput,
@@ -513,6 +521,7 @@ def create_knowledge_navigator_graph(
 
     # ------------------------------------------------------------ analyse question
     @metered
+    @guarded("analyse_question")
     def analyse_question(
         state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]
     ) -> dict[str, Any]:
@@ -564,6 +573,7 @@ def create_knowledge_navigator_graph(
 
     # ------------------------------------------------------------ select relations (vote)
     @metered
+    @guarded("select_relations")
     def select_relations(
         state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]
     ) -> dict[str, Any]:
@@ -660,6 +670,7 @@ def create_knowledge_navigator_graph(
 
     # ------------------------------------------------------------ expand
     @metered
+    @guarded("expand")
     def expand(state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         hop = state.get("hop", 0)
@@ -707,6 +718,8 @@ def create_knowledge_navigator_graph(
         return update
 
     def after_expand(state: KnowledgeNavigatorState) -> str:
+        if end_on_error("x")(state) == "end":
+            return "end"
         if state.get("stop_reason"):
             return "verbalise"
         if state.get("hop", 0) < state.get("hops", 1) and state.get("core"):
@@ -715,6 +728,7 @@ def create_knowledge_navigator_graph(
 
     # ------------------------------------------------------------ verbalise
     @metered
+    @guarded("verbalise")
     def verbalise_node(
         state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]
     ) -> dict[str, Any]:
@@ -747,6 +761,7 @@ def create_knowledge_navigator_graph(
 
     # ------------------------------------------------------------ reason
     @metered
+    @guarded("reason")
     def reason(state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         template = p_reason_fewshot if ctx.fewshot else p_reason
@@ -763,6 +778,7 @@ def create_knowledge_navigator_graph(
 
     # ------------------------------------------------------------ answer (+ paths)
     @metered
+    @guarded("answer")
     def answer(state: KnowledgeNavigatorState, runtime: Runtime[KnowledgeNavigatorContext]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         parsed = parse_answers(state.get("raw_answer") or "")
@@ -798,13 +814,16 @@ def create_knowledge_navigator_graph(
             },
             *update["trace"],
         ]
+        if not answers:
+            update["errors"] = (no_answer_error("answer", state.get("raw_answer") or "") if not parsed else
+                                ["answer: none of the model's answers is an entity the navigator reached"])
         return update
 
     def after_link(state: KnowledgeNavigatorState) -> str:
         return "analyse_question" if state.get("topic_entities") else "end"
 
     def after_analyse(state: KnowledgeNavigatorState) -> str:
-        return "end" if state.get("stop_reason") else "select_relations"
+        return "end" if state.get("stop_reason") else end_on_error("select_relations")(state)
 
     g = StateGraph(
         KnowledgeNavigatorState,
@@ -824,12 +843,12 @@ def create_knowledge_navigator_graph(
     g.add_conditional_edges(
         "analyse_question", after_analyse, {"select_relations": "select_relations", "end": END}
     )
-    g.add_edge("select_relations", "expand")
+    g.add_conditional_edges("select_relations", end_on_error("expand"), {"expand": "expand", "end": END})
     g.add_conditional_edges(
-        "expand", after_expand, {"select_relations": "select_relations", "verbalise": "verbalise"}
+        "expand", after_expand, {"select_relations": "select_relations", "verbalise": "verbalise", "end": END}
     )
-    g.add_edge("verbalise", "reason")
-    g.add_edge("reason", "answer")
+    g.add_conditional_edges("verbalise", end_on_error("reason"), {"reason": "reason", "end": END})
+    g.add_conditional_edges("reason", end_on_error("answer"), {"answer": "answer", "end": END})
     g.add_edge("answer", END)
     return g.compile(checkpointer=checkpointer, name="knowledge_navigator")
 

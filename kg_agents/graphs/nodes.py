@@ -4,23 +4,115 @@
 - :func:`parse_answers`: answers out of free LLM text.
 - :func:`verified_paths_update`: the one place where a graph's paths are checked against the KG.
 - :func:`error_update`: an error recorded in ``errors`` and ``trace`` instead of raised.
+- :func:`guarded` / :func:`end_on_error`: a node whose KG call fails ends the question.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from kg_agents.errors import KGAgentsError
+from kg_agents.errors import EndpointError, KGAgentsError, KGError
 from kg_agents.graphs.state import ReasoningState, metered
 from kg_agents.kg.base import KnowledgeGraph, Path, verify_paths
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 
 def error_update(node: str, error: BaseException | str) -> dict[str, Any]:
-    """A partial update recording ``error`` from ``node`` (for graphs that end instead of raising)."""
-    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-    return {"errors": [f"{node}: {text}"], "trace": [{"node": node, "error": text}]}
+    """A partial update recording ``error`` from ``node`` (for graphs that end instead of raising).
+
+    The trace step names the exception class (``error_type``); for an
+    :class:`~kg_agents.errors.EndpointError` also the ``endpoint`` that failed, which the evaluation
+    runner reads to count the question as an error (to be run again) rather than a wrong answer.
+    """
+    if isinstance(error, str):
+        return {"errors": [f"{node}: {error}"], "trace": [{"node": node, "error": error}]}
+    text = f"{type(error).__name__}: {error}"
+    step: dict[str, Any] = {"node": node, "error": text, "error_type": type(error).__name__}
+    if isinstance(error, EndpointError):
+        step["endpoint"] = error.endpoint
+    return {"errors": [f"{node}: {text}"], "trace": [step]}
+
+
+def no_answer_error(node: str, raw: object) -> list[str]:
+    """The ``errors`` entry for a model output that held no usable answer (empty, junk).
+
+    Example:
+        >>> no_answer_error("answer", "")
+        ["answer: no answer in the model's output (0 characters)"]
+    """
+    text = raw if isinstance(raw, str) else str(raw)
+    return [f"{node}: no answer in the model's output ({len(text)} characters)"]
+
+
+def guarded(node: str) -> Callable[[_F], _F]:
+    """Decorate a graph node so that a failed KG call ends the question instead of raising.
+
+    Any :class:`~kg_agents.errors.KGError` the node raises (an unreachable, slow or failing SPARQL
+    endpoint: :class:`~kg_agents.errors.EndpointError`) becomes ``answers=[]``, ``paths=[]`` and an
+    :func:`error_update`; route the node's successors with :func:`end_on_error` so the graph then
+    ends. A :class:`~kg_agents.errors.ModelError` (the model server is down) still raises: it concerns
+    every question, and the evaluation runner stops on it. Put ``guarded`` under
+    :func:`~kg_agents.graphs.state.metered`, so the calls made before the failure are still counted.
+
+    Example:
+        >>> from kg_agents.errors import KGError
+        >>> @guarded("retrieve")
+        ... def retrieve(state):
+        ...     raise KGError("endpoint down")
+        >>> retrieve({})["errors"]
+        ['retrieve: KGError: endpoint down']
+    """
+
+    def deco(fn: _F) -> _F:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def aguard(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await fn(*args, **kwargs)
+                except KGError as exc:
+                    return _halt(node, exc)
+
+            return aguard  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def guard(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except KGError as exc:
+                return _halt(node, exc)
+
+        return guard  # type: ignore[return-value]
+
+    return deco
+
+
+def _halt(node: str, exc: BaseException) -> dict[str, Any]:
+    update = {"answers": [], "paths": [], **error_update(node, exc)}
+    update["trace"][0]["halted"] = True
+    return update
+
+
+def end_on_error(next_node: str, *, on_answers: bool = False) -> Callable[[ReasoningState], str]:
+    """A router: ``"end"`` once a :func:`guarded` node ended the question (a ``halted`` trace step),
+    else ``next_node``. With ``on_answers``, also once any node recorded an error and set ``answers``
+    (graphs whose own nodes end a question that way). Use with
+    ``add_conditional_edges(node, end_on_error(nxt), {nxt: nxt, "end": END})``.
+    """
+
+    def route(state: ReasoningState) -> str:
+        if any(isinstance(s, dict) and s.get("halted") for s in state.get("trace") or []):
+            return "end"
+        if on_answers and state.get("errors") and "answers" in state:
+            return "end"
+        return next_node
+
+    return route
 
 
 def verified_paths_update(

@@ -34,6 +34,9 @@ from kg_agents.kg.profiles import PROFILES, Profile, get_profile
 __all__ = ["PROFILES", "Profile", "QueryRejected", "SparqlKG"]
 
 _USER_AGENT = "kg-agents (SparqlKG)"
+#: HTTP statuses that say the endpoint is unavailable (overloaded, or the server behind a proxy is
+#: down), not that it rejects this query: a batch answered so is not split in halves.
+_UNAVAILABLE = frozenset({429, 502, 503, 504})
 
 
 class _Retryable(Exception):
@@ -243,16 +246,19 @@ class SparqlKG(SparqlBackedKG):
         """One request per chunk; a chunk the endpoint rejects (HTTP error) is split in halves.
 
         Virtuoso 7, for one, overflows its stack on a few hundred ``UNION`` branches. The smaller
-        size is kept as ``batch_size`` for later calls.
+        size is kept as ``batch_size`` for later calls once a half was answered. An endpoint that
+        is unavailable (HTTP 429/502/503/504) is not a rejected batch: nothing is split.
         """
         try:
             return super()._fetch_edges(chunk, rterm, direction, limit)
-        except QueryRejected:
-            if len(chunk) <= 1:
+        except QueryRejected as exc:
+            if len(chunk) <= 1 or exc.status in _UNAVAILABLE:
                 raise
             half = len(chunk) // 2
-            self.batch_size = max(1, min(self.batch_size, half))
+            # The first half fails too (the endpoint is failing, not this batch): the error
+            # propagates and no other half is tried, so a failing endpoint costs log2(n) + 1 tries.
             out = self._fetch_edges(chunk[:half], rterm, direction, limit)
+            self.batch_size = max(1, min(self.batch_size, half))  # kept only once a half succeeded
             out.update(self._fetch_edges(chunk[half:], rterm, direction, limit))
             return out
 

@@ -7,8 +7,10 @@ greedy unless ``temperature > 0``. ``stop`` strings are honoured: generation hal
 streaming yields real per-token ``AIMessageChunk``s with the usage on the last chunk.
 
 Concurrency: the underlying HF model is shared per process (see :func:`load_local_model`); generation on it is
-serialised by one lock per checkpoint, so ``batch``/``abatch`` from several threads or tasks are safe (they
-queue). Async calls run generation in a worker thread and never block the event loop.
+serialised by one lock per checkpoint, so ``batch``/``abatch`` from several threads or tasks are safe. Greedy
+calls that arrive together are decoded as one left-padded batch (``batch_size``, default 16; see
+:mod:`kg_agents.llm.batching`), which multiplies throughput when questions run concurrently. Async calls never
+block the event loop.
 
 Tool calling: not supported. ``bind_tools`` is LangChain's default and raises ``NotImplementedError``; use
 a method graph (which prompts for text) or a server model (``resolve_chat_model("openai:...")``) for agents.
@@ -64,6 +66,23 @@ def generation_lock(model_path: str | None = None) -> threading.RLock:
     key = model_path or DEFAULT_LOCAL_MODEL
     with _MODEL_LOCKS_GUARD:
         return _MODEL_LOCKS.setdefault(key, threading.RLock())
+
+
+_BATCHERS: dict[tuple[str, int, float], Any] = {}
+
+
+def _batcher(chat: LocalChatModel, p: dict[str, Any]) -> Any:
+    """The process-wide :class:`~kg_agents.llm.batching.GenerationBatcher` for this checkpoint and size."""
+    from kg_agents.llm.batching import GenerationBatcher
+
+    key = (chat.model_path or DEFAULT_LOCAL_MODEL, chat.batch_size, chat.batch_window)
+    lock = generation_lock(chat.model_path)
+    with _MODEL_LOCKS_GUARD:
+        if key not in _BATCHERS:
+            _BATCHERS[key] = GenerationBatcher(
+                p["model"], p["tok"], lock, max_batch=chat.batch_size, window=chat.batch_window
+            )
+        return _BATCHERS[key]
 
 
 def _message_text(message: BaseMessage) -> str:
@@ -200,6 +219,10 @@ class LocalChatModel(BaseChatModel):
         max_retries: accepted for interface parity with API chat models; local generation is not retried.
         streaming: when True, ``invoke`` streams internally (callbacks get each token).
         seed: seed for sampling (``temperature > 0``), for reproducible samples.
+        batch_size: greedy calls made at the same time (``batch``/``abatch``, concurrent questions) are
+            decoded together in batches of up to this many (see :mod:`kg_agents.llm.batching`); 1 turns
+            dynamic batching off. Streaming calls and seeded sampling calls are never batched.
+        batch_window: seconds the batcher waits for more calls after the first one arrives.
 
     Examples:
         >>> llm = LocalChatModel(max_tokens=16)  # doctest: +SKIP
@@ -219,6 +242,8 @@ class LocalChatModel(BaseChatModel):
     max_retries: int = 0
     streaming: bool = False
     seed: int | None = None
+    batch_size: int = 16
+    batch_window: float = 0.01
 
     _hf: tuple[Any, Any] | None = PrivateAttr(default=None)
 
@@ -234,6 +259,13 @@ class LocalChatModel(BaseChatModel):
     def _check_max_tokens(cls, v: int) -> int:
         if v < 1:
             raise ValueError(f"max_tokens must be >= 1, got {v}")
+        return v
+
+    @field_validator("batch_size")
+    @classmethod
+    def _check_batch_size(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(f"batch_size must be >= 1, got {v}")
         return v
 
     @field_validator("top_p")
@@ -390,8 +422,37 @@ class LocalChatModel(BaseChatModel):
                 ]
             )
         p = self._prepare(messages, stop, kwargs)
+        if self._batchable(p):
+            return self._result(p, self._submit(p).result())
         seq = self._run_generate(p)
-        out_ids = seq[0, p["criteria"].prompt_len :].tolist()
+        return self._result(p, seq[0, p["criteria"].prompt_len :].tolist())
+
+    # ------------------------------------------------------------------ dynamic batching
+    def _batchable(self, p: dict[str, Any]) -> bool:
+        return self.batch_size > 1 and (not p["config"].do_sample or p["seed"] is None)
+
+    def _submit(self, p: dict[str, Any]) -> Any:
+        from kg_agents.llm.batching import BatchRequest
+
+        return _batcher(self, p).submit(
+            BatchRequest(
+                prompt_ids=p["inputs"]["input_ids"][0].tolist(),
+                max_new_tokens=int(p["config"].max_new_tokens),
+                stops=p["stops"],
+                max_time=p["config"].max_time,
+                temperature=float(p["config"].temperature or 0.0) if p["config"].do_sample else 0.0,
+                top_p=float(p["config"].top_p or 1.0) if p["config"].do_sample else 1.0,
+            )
+        )
+
+    def _result(self, p: dict[str, Any], out: Any) -> ChatResult:
+        from kg_agents.llm.batching import BatchResult
+
+        batch = 1
+        if isinstance(out, BatchResult):
+            out_ids, batch = out.token_ids, out.batch_size
+        else:
+            out_ids = out
         text = p["tok"].decode(out_ids, skip_special_tokens=True)
         cut = _stop_index(text, p["stops"])
         if cut >= 0:
@@ -403,6 +464,7 @@ class LocalChatModel(BaseChatModel):
                 "model_name": p["model_name"],
                 "finish_reason": self._finish_reason(p, out_ids, cut >= 0),
                 "model_provider": "kg_agents_local",
+                "batch_size": batch,
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -415,6 +477,10 @@ class LocalChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         sync_rm = run_manager.get_sync() if run_manager else None
+        if not self.streaming and self.batch_size > 1:
+            p = await asyncio.to_thread(self._prepare, messages, stop, kwargs)
+            if self._batchable(p):  # wait for the batch without holding a worker thread
+                return self._result(p, await asyncio.wrap_future(self._submit(p)))
         return await asyncio.to_thread(self._generate, messages, stop, sync_rm, **kwargs)
 
     def _stream(

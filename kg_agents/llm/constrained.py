@@ -56,6 +56,36 @@ def newline_counts(tokenizer: Any) -> list[int]:
         return _NEWLINES[key]
 
 
+def render_prompt(
+    tokenizer: Any, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX
+) -> str:
+    """The text a decoder continues: a string as is, or chat messages through ``tokenizer``'s chat
+    template with the generation prompt and ``assistant_prefix`` appended.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer with a chat template.
+        prompt: text, or chat messages (dicts with ``role``/``content``, strings, LangChain messages).
+        assistant_prefix: appended after the generation prompt when ``prompt`` is messages.
+
+    Example:
+        >>> render_prompt(tok, [{"role": "user", "content": "who directed Splash"}])  # doctest: +SKIP
+        '<|im_start|>user\nwho directed Splash<|im_end|>\n<|im_start|>assistant\n# Reasoning Path:\n'
+    """
+    if isinstance(prompt, str):
+        return prompt
+    msgs = []
+    for m in prompt:
+        if isinstance(m, dict):
+            msgs.append({"role": m["role"], "content": m["content"]})
+        elif isinstance(m, str):
+            msgs.append({"role": "user", "content": m})
+        else:  # a LangChain BaseMessage
+            role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
+            msgs.append({"role": role, "content": str(m.content)})
+    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    return str(text) + assistant_prefix
+
+
 class KGTrieLogitsProcessor:
     """A transformers ``LogitsProcessor`` that keeps beams inside a KG-Trie.
 
@@ -187,20 +217,8 @@ class LocalConstrainedDecoder:
 
     def render(self, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX) -> str:
         """The text the model continues: a string as is, or chat messages through the chat template
-        with the generation prompt and ``assistant_prefix`` appended."""
-        if isinstance(prompt, str):
-            return prompt
-        msgs = []
-        for m in prompt:
-            if isinstance(m, dict):
-                msgs.append({"role": m["role"], "content": m["content"]})
-            elif isinstance(m, str):
-                msgs.append({"role": "user", "content": m})
-            else:  # a LangChain BaseMessage
-                role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
-                msgs.append({"role": role, "content": str(m.content)})
-        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        return str(text) + assistant_prefix
+        with the generation prompt and ``assistant_prefix`` appended (:func:`render_prompt`)."""
+        return render_prompt(self.tokenizer, prompt, assistant_prefix)
 
     def generate(
         self,

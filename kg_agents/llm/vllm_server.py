@@ -8,7 +8,7 @@ the environment and flags that work on a CPU-only machine::
     VLLM_TARGET_DEVICE=cpu VLLM_HOST_IP=127.0.0.1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
     VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT=<work>/cache TORCHINDUCTOR_CACHE_DIR=<work>/inductor
     python -m vllm.entrypoints.openai.api_server --model DIR --served-model-name smollm2
-        --host 127.0.0.1 --port PORT --max-model-len 2048 --dtype float32 --enforce-eager
+        --host 127.0.0.1 --port PORT --max-model-len 2048 --dtype float32 --enforce-eager --block-size 32
 
 vLLM writes ``vllm_dist_*`` rendezvous files into ``tempfile.gettempdir()`` (``/tmp`` by default); the server
 gets a private ``TMPDIR`` under the work directory, so they never mix with other servers' files. Stopping
@@ -32,7 +32,10 @@ from kg_agents.errors import ModelError
 from kg_agents.llm.local_model import cache_root, ensure_converted
 
 SERVED_MODEL_NAME = "smollm2"
-DEFAULT_FLAGS = ("--max-model-len", "2048", "--dtype", "float32", "--enforce-eager")
+# --block-size 32: CPU's default 128-token KV blocks leave prompts shorter than that out of the prefix
+# cache; GCR's vLLM beam search re-sends one ~110-token prompt per step (K=10: 9.9 s/question with 32,
+# 24.4 s with 128, benchmarks/gcr_decode.py-style run on this shared machine).
+DEFAULT_FLAGS = ("--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--block-size", "32")
 
 
 def _source_root() -> Path | None:

@@ -34,7 +34,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from kg_agents.errors import ConfigError, KGAgentsError
+from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
 
 __all__ = [
@@ -157,7 +157,7 @@ class KGToolbox:
     def _label(self, eid: str) -> str:
         try:
             return self.kg.label(eid)
-        except KGAgentsError:
+        except EntityNotFound:  # (a failing endpoint is not hidden: it raises)
             return eid
 
     def _node(self, node: str) -> str:
