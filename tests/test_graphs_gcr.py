@@ -231,3 +231,16 @@ def test_decoder_single_beam(kg, decoder):
     trie = build_trie(kg, ["Big"], decoder.tokenizer, max_hops=1)
     out = decoder.generate("# Reasoning Path:\n", trie, num_beams=1)
     assert len(out) == 1 and out[0].path_text in trie.texts and math.isfinite(out[0].score)
+
+
+def test_general_llm_spec_strings_resolve(kg, decoder, monkeypatch):
+    """``general_llm="local"`` (as ``--set general_llm=local`` gives) resolves like ``llm``, not used raw."""
+    import kg_agents.llm as llm_pkg
+
+    fake = FakeListChatModel(responses=["Ron Howard"])
+    seen = []
+    monkeypatch.setattr(llm_pkg, "resolve_chat_model", lambda spec, **kw: seen.append(spec) or fake)
+    g = create_gcr_graph(kg, general_llm="local", decoder=decoder, num_beams=2)
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
+    assert seen == ["local"] and out["answers"] == ["Ron Howard"]
+    assert next(t for t in out["trace"] if t["node"] == "reason")["mode"] == "general_llm"

@@ -172,15 +172,12 @@ def create_gcr_graph(
         from kg_agents.llm.constrained import LocalConstrainedDecoder
 
         decoder = LocalConstrainedDecoder()
-    if general_llm is _DEFAULT:
-        if llm is None:
-            from kg_agents.graphs.nodes import default_llm
+    from kg_agents.graphs.nodes import default_llm
 
-            general = default_llm(None)
-        else:
-            general = llm
+    if general_llm is _DEFAULT:
+        general = default_llm(llm)  # a model, a spec such as "local" / "openai:M", or None: the local model
     else:
-        general = general_llm
+        general = None if general_llm is None else default_llm(general_llm)
     tokenizer = getattr(decoder, "tokenizer", None)
     if trie_cache is None:
         if tokenizer is None:
