@@ -221,6 +221,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError("eval needs --method and --out (or --compare DIR ...)")
     if bool(args.dataset) == bool(args.questions):
         raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
+    for flag, value in (("--concurrency", args.concurrency),
+                        ("--max-endpoint-failures", args.max_endpoint_failures)):
+        if value < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
     from kg_agents.eval.datasets import get_dataset
 
     setup = MethodSetup.from_args(args.method, args.set or [], args.model, args.max_tokens)
@@ -260,7 +264,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return await runner.run_eval(
             ds.questions, args.out, method=args.method, dataset=dataset, build_graph=build,
             kg_for=ds.kg_for, concurrency=args.concurrency, context=context, run_info=info,
-            progress=not args.no_progress,
+            progress=not args.no_progress, max_endpoint_failures=args.max_endpoint_failures,
         )
 
     summary = asyncio.run(run())
@@ -376,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--limit", type=int, default=None)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--concurrency", type=int, default=1)
+    e.add_argument("--max-endpoint-failures", type=int, default=5, metavar="N",
+                   help="stop the run after N questions in a row whose KG endpoint failed (default: 5)")
     e.add_argument("--out", help="the run directory (a rerun resumes it)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.add_argument("--compare", nargs="+", metavar="DIR", help="compare finished runs instead")

@@ -218,6 +218,39 @@ def test_langgraph_entry_builds_a_working_graph(kg_file):
         langgraph_entry.build("no_such_method", {"configurable": {"kg": kg_file, "model": llm}})
 
 
+@pytest.mark.parametrize("flag", ["--concurrency", "--max-endpoint-failures"])
+def test_eval_rejects_a_count_below_one_before_any_model(flag, capsys, monkeypatch, tmp_path, kg_file):
+    def boom(spec, **options):
+        raise AssertionError("model resolved for a bad eval option")
+
+    monkeypatch.setattr(cli, "resolve_model", boom)
+    qf = tmp_path / "qs.txt"
+    qf.write_text("who directed [Splash]\tRon Howard\n")
+    args = ["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf),
+            "--out", str(tmp_path / "run"), flag, "0"]
+    assert cli.main(args) == 2
+    assert f"{flag} must be >= 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_eval_passes_max_endpoint_failures_to_the_runner(tmp_path, chat, kg_file, monkeypatch):
+    from kg_agents.eval import runner
+
+    seen = {}
+    real = runner.run_eval
+
+    async def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_eval", spy)
+    qf = tmp_path / "qs.txt"
+    qf.write_text("who directed [Splash]\tRon Howard\n")
+    assert cli.main(["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf),
+                     "--out", str(tmp_path / "run"), "--no-progress", "--max-endpoint-failures", "3"]) == 0
+    assert seen["max_endpoint_failures"] == 3
+
+
 def test_unreachable_sparql_endpoint_is_one_line():
     r = run_cli("ask", "who directed [Splash]", "--kg", "http://127.0.0.1:9/sparql", "--topic", "Splash")
     assert r.returncode == 1, r.stderr
