@@ -390,6 +390,8 @@ def test_batch_size_is_validated() -> None:
 
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         LocalChatModel(batch_size=0)
+    with pytest.raises(ValueError, match="max_tokens must be >= 1, got 0"):
+        LocalChatModel(max_tokens=0)
     with pytest.raises(ValueError, match="max_batch must be >= 1"):
         GenerationBatcher(None, None, threading.Lock(), max_batch=0)
 

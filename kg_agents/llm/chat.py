@@ -38,7 +38,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, load_local_model
@@ -254,18 +254,11 @@ class LocalChatModel(BaseChatModel):
             raise ValueError(f"temperature must be >= 0, got {v}")
         return v
 
-    @field_validator("max_tokens")
+    @field_validator("max_tokens", "batch_size")
     @classmethod
-    def _check_max_tokens(cls, v: int) -> int:
+    def _check_at_least_one(cls, v: int, info: ValidationInfo) -> int:
         if v < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {v}")
-        return v
-
-    @field_validator("batch_size")
-    @classmethod
-    def _check_batch_size(cls, v: int) -> int:
-        if v < 1:
-            raise ValueError(f"batch_size must be >= 1, got {v}")
+            raise ValueError(f"{info.field_name} must be >= 1, got {v}")
         return v
 
     @field_validator("top_p")
