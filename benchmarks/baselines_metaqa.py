@@ -37,15 +37,37 @@ def main(argv: list[str] | None = None) -> int:
         for method in args.methods.split(","):
             out = Path(args.out) / f"{method}-{hop}hop"
             t0 = time.perf_counter()
-            rc = cli_main(["eval", "--method", method, "--dataset", f"metaqa-{hop}hop",
-                           "--split", "validation", "--seed", str(args.seed), "--limit", str(args.limit),
-                           "--model", args.model,
-                           "--max-tokens", str(args.max_tokens), "--concurrency", str(args.concurrency),
-                           "--no-progress", "--out", str(out)])
+            rc = cli_main(
+                [
+                    "eval",
+                    "--method",
+                    method,
+                    "--dataset",
+                    f"metaqa-{hop}hop",
+                    "--split",
+                    "validation",
+                    "--seed",
+                    str(args.seed),
+                    "--limit",
+                    str(args.limit),
+                    "--model",
+                    args.model,
+                    "--max-tokens",
+                    str(args.max_tokens),
+                    "--concurrency",
+                    str(args.concurrency),
+                    "--no-progress",
+                    "--out",
+                    str(out),
+                ]
+            )
             if rc != 0:
                 return rc
-            print(f"{method} {hop}-hop: {time.perf_counter() - t0:.1f} s wall for this call "
-                  f"(concurrency {args.concurrency}; questions already in {out} are skipped)", flush=True)
+            print(
+                f"{method} {hop}-hop: {time.perf_counter() - t0:.1f} s wall for this call "
+                f"(concurrency {args.concurrency}; questions already in {out} are skipped)",
+                flush=True,
+            )
             dirs.append(out)
     table, chart = compare_runs(dirs, Path(args.out) / "compare.png")
     print(table)

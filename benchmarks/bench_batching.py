@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     same = sum(a.content == b.content for a, b in zip(one, many, strict=True))
     sizes = sorted({m.response_metadata["batch_size"] for m in many})
     print(f"load average {os.getloadavg()[0]:.2f}; {args.n} questions, {args.max_tokens} max tokens")
-    print(f"one at a time: {t_one:.1f} s   abatch (batch_size={args.batch}): {t_many:.1f} s   "
-          f"speed-up {t_one / t_many:.1f}x   batch sizes {sizes}   identical answers {same}/{args.n}")
+    print(
+        f"one at a time: {t_one:.1f} s   abatch (batch_size={args.batch}): {t_many:.1f} s   "
+        f"speed-up {t_one / t_many:.1f}x   batch sizes {sizes}   identical answers {same}/{args.n}"
+    )
     return 0
 
 

@@ -37,13 +37,22 @@ def main() -> None:
     ap.add_argument("--num-candidates", type=int, default=3)
     ap.add_argument("--train-questions", type=int, default=300, help="questions in the timed training pass")
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--llm-per-hop", type=int, default=0,
-                    help="also answer this many validation questions per hop through the dualr graph "
-                         "with the local model (one LLM call each), and with llm=None on the same questions")
+    ap.add_argument(
+        "--llm-per-hop",
+        type=int,
+        default=0,
+        help="also answer this many validation questions per hop through the dualr graph "
+        "with the local model (one LLM call each), and with llm=None on the same questions",
+    )
     ap.add_argument("--skip-gnn", action="store_true", help="only the --llm-per-hop runs")
-    ap.add_argument("--exclude-early-stopping", type=int, default=0, metavar="N",
-                    help="report on validation questions outside load_metaqa(h, 'validation', limit=N), the "
-                         "sample the checkpoint was early-stopped on (a seeded sample of the rest)")
+    ap.add_argument(
+        "--exclude-early-stopping",
+        type=int,
+        default=0,
+        metavar="N",
+        help="report on validation questions outside load_metaqa(h, 'validation', limit=N), the "
+        "sample the checkpoint was early-stopped on (a seeded sample of the rest)",
+    )
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -51,8 +60,10 @@ def main() -> None:
     enc = get_text_encoder()
     model = DualRExplorer.load(a.checkpoint)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"checkpoint {a.checkpoint}: {os.path.getsize(a.checkpoint) / 1e6:.3f} MB, {n_params} parameters, "
-          f"config {model.config}, meta {getattr(model, 'meta', {})}")
+    print(
+        f"checkpoint {a.checkpoint}: {os.path.getsize(a.checkpoint) / 1e6:.3f} MB, {n_params} parameters, "
+        f"config {model.config}, meta {getattr(model, 'meta', {})}"
+    )
     print(f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
     if a.llm_per_hop:
         llm_runs(kg, a)
@@ -84,19 +95,30 @@ def main() -> None:
                     after += np.array([int(c[0]) for c in ex.after_pruning])
                     final.append(int(ex.entity.numel()))
         n = len(qs)
-        held = (f", outside the first {a.exclude_early_stopping} (early stopping)"
-                if a.exclude_early_stopping else "")
+        held = (
+            f", outside the first {a.exclude_early_stopping} (early stopping)"
+            if a.exclude_early_stopping
+            else ""
+        )
         print(f"\nMetaQA {hop}-hop, {n} dev-validation questions{held}")
-        print(f"  GNN-only Hits@1 {100 * scores['hits1']:.1f}  (paper, test: {[97.6, 99.1, 99.5][hop - 1]})  "
-              f"answer recall {100 * scores['answer_recall']:.1f}")
+        print(
+            f"  GNN-only Hits@1 {100 * scores['hits1']:.1f}  (paper, test: {[97.6, 99.1, 99.5][hop - 1]})  "
+            f"answer recall {100 * scores['answer_recall']:.1f}"
+        )
         for rnd in ("cold", "warm"):
             ms = np.array(timings[rnd])
-            print(f"  explore+backtrack ms/question ({rnd}): mean {ms.mean():.1f}  "
-                  f"median {np.median(ms):.1f}  p95 {np.percentile(ms, 95):.1f}")
+            print(
+                f"  explore+backtrack ms/question ({rnd}): mean {ms.mean():.1f}  "
+                f"median {np.median(ms):.1f}  p95 {np.percentile(ms, 95):.1f}"
+            )
         print(f"  question encoding ms/question (batched): {enc_ms:.1f}")
-        print("  candidates per layer before pruning: " + " / ".join(f"{x / n:.0f}" for x in before)
-              + "   after: " + " / ".join(f"{x / n:.0f}" for x in after)
-              + f"   final candidate set: {np.mean(final):.0f}")
+        print(
+            "  candidates per layer before pruning: "
+            + " / ".join(f"{x / n:.0f}" for x in before)
+            + "   after: "
+            + " / ".join(f"{x / n:.0f}" for x in after)
+            + f"   final candidate set: {np.mean(final):.0f}"
+        )
     # one timed training pass (fresh model, same architecture)
     train = []
     per = max(1, a.train_questions // 3)
@@ -118,8 +140,10 @@ def main() -> None:
             loss.backward()
             opt.step()
     secs = time.perf_counter() - t0
-    print(f"\ntraining pass: {len(train)} questions (1/2/3-hop, batch {cfg.batch_size}) in {secs:.1f} s "
-          f"= {1000 * secs / len(train):.0f} s per 1000 questions (cold neighbour cache)")
+    print(
+        f"\ntraining pass: {len(train)} questions (1/2/3-hop, batch {cfg.batch_size}) in {secs:.1f} s "
+        f"= {1000 * secs / len(train):.0f} s per 1000 questions (cold neighbour cache)"
+    )
 
 
 def validation_questions(hop: int, n: int, exclude_first: int) -> list:
@@ -140,8 +164,10 @@ def llm_runs(kg: object, a: argparse.Namespace) -> None:
     from kg_agents.llm import resolve_chat_model
 
     llm = resolve_chat_model("local", max_tokens=32)
-    graphs = {"gnn_only": create_dualr_graph(kg, checkpoint=a.checkpoint),
-              "local_llm": create_dualr_graph(kg, checkpoint=a.checkpoint, llm=llm)}
+    graphs = {
+        "gnn_only": create_dualr_graph(kg, checkpoint=a.checkpoint),
+        "local_llm": create_dualr_graph(kg, checkpoint=a.checkpoint, llm=llm),
+    }
     for hop in [int(h) for h in a.hops.split(",")]:
         qs = validation_questions(hop, a.llm_per_hop, a.exclude_early_stopping)
         for name, g in graphs.items():
@@ -153,9 +179,12 @@ def llm_runs(kg: object, a: argparse.Namespace) -> None:
                 hits += bool(out["answers"]) and out["answers"][0].lower() in gold
                 calls += out["usage"]["llm_calls"]
             secs = (time.perf_counter() - t0) / len(qs)
-            print(f"MetaQA {hop}-hop dualr[{name}] on {len(qs)} validation questions: Hits@1 "
-                  f"{100 * hits / len(qs):.1f}, LLM calls/question {calls / len(qs):.2f}, "
-                  f"{secs:.1f} s/question", flush=True)
+            print(
+                f"MetaQA {hop}-hop dualr[{name}] on {len(qs)} validation questions: Hits@1 "
+                f"{100 * hits / len(qs):.1f}, LLM calls/question {calls / len(qs):.2f}, "
+                f"{secs:.1f} s/question",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

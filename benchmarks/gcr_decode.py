@@ -52,15 +52,22 @@ def main(argv: list[str] | None = None) -> int:
     cache = TrieCache(kg, dec.tokenizer, max_hops=2)
     template = load_prompt("gcr", "decode_zero_shot")
     qs = [q for h in (1, 2) for q in load_metaqa(h, "train", seed=1, limit=args.questions)][: args.questions]
-    prompts = [(template.format_messages(question=q.question, entities="\n".join(q.topic_entities or [])),
-                cache.get(q.topic_entities or [])) for q in qs]
+    prompts = [
+        (
+            template.format_messages(question=q.question, entities="\n".join(q.topic_entities or [])),
+            cache.get(q.topic_entities or []),
+        )
+        for q in qs
+    ]
     print(f"load average at start: {os.getloadavg()}; torch threads {torch.get_num_threads()}")
 
-    print("questions: " + "; ".join(f"{q.id} ({len(t)} trie paths)" for q, (_, t) in zip(qs, prompts,
-                                                                                          strict=True)))
+    print(
+        "questions: "
+        + "; ".join(f"{q.id} ({len(t)} trie paths)" for q, (_, t) in zip(qs, prompts, strict=True))
+    )
     # 1. overhead inside constrained beam search, and plain beam search per step
     proc_s, model_s, steps_n, plain_step = 0.0, 0.0, 0, []
-    for msgs, trie in ([] if args.skip_overhead else prompts):
+    for msgs, trie in [] if args.skip_overhead else prompts:
         dec.generate(msgs, trie, args.overhead_beams, answer=False)
         st = dec.last_stats
         proc_s += st["processor_seconds"]
@@ -69,18 +76,28 @@ def main(argv: list[str] | None = None) -> int:
         ids = dec.tokenizer(dec.render(msgs), add_special_tokens=False, return_tensors="pt")["input_ids"]
         t0 = time.perf_counter()
         with torch.inference_mode():
-            dec.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                               num_beams=args.overhead_beams, num_return_sequences=args.overhead_beams,
-                               do_sample=False, max_new_tokens=st["steps"], min_new_tokens=st["steps"],
-                               pad_token_id=dec.tokenizer.eos_token_id, temperature=None, top_p=None,
-                               top_k=None)
+            dec.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                num_beams=args.overhead_beams,
+                num_return_sequences=args.overhead_beams,
+                do_sample=False,
+                max_new_tokens=st["steps"],
+                min_new_tokens=st["steps"],
+                pad_token_id=dec.tokenizer.eos_token_id,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+            )
         plain_step.append((time.perf_counter() - t0) / max(st["steps"], 1))
     if steps_n:
-        print(f"K={args.overhead_beams}: {steps_n} constrained steps; "
-              f"processor {proc_s / steps_n * 1000:.2f} ms/step, "
-              f"rest of the step (model forward + beam bookkeeping) {model_s / steps_n * 1000:.1f} ms/step, "
-              f"overhead {proc_s / model_s * 100:.2f}%; "
-              f"plain beam search {statistics.mean(plain_step) * 1000:.1f} ms/step")
+        print(
+            f"K={args.overhead_beams}: {steps_n} constrained steps; "
+            f"processor {proc_s / steps_n * 1000:.2f} ms/step, "
+            f"rest of the step (model forward + beam bookkeeping) {model_s / steps_n * 1000:.1f} ms/step, "
+            f"overhead {proc_s / model_s * 100:.2f}%; "
+            f"plain beam search {statistics.mean(plain_step) * 1000:.1f} ms/step"
+        )
 
     # 2. seconds per question vs K
     print(f"{'K':>3} {'s/question':>11} {'paths/question':>15}")
@@ -102,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def time_vllm(args: argparse.Namespace, local: LocalConstrainedDecoder, prompts: list[tuple[Any, Any]],
-              local_s: dict[int, float], local_paths: dict[int, list[list[str]]]) -> None:
+def time_vllm(
+    args: argparse.Namespace,
+    local: LocalConstrainedDecoder,
+    prompts: list[tuple[Any, Any]],
+    local_s: dict[int, float],
+    local_paths: dict[int, list[list[str]]],
+) -> None:
     """Part 3: the vLLM decoder on the same questions and tries."""
     import contextlib
 
@@ -121,10 +143,14 @@ def time_vllm(args: argparse.Namespace, local: LocalConstrainedDecoder, prompts:
         t0 = time.perf_counter()
         for msgs, trie in prompts:  # warm-up: first requests of a fresh server are slow
             vdec.generate(msgs, trie, 2, route="beam", answer=False)
-        print(f"vLLM warm-up ({len(prompts)} questions, K=2): {time.perf_counter() - t0:.1f} s; "
-              f"load average {os.getloadavg()}")
-        print(f"{'K':>3} {'route':>6} {'vLLM s/q':>9} {'local s/q':>10} {'routes used':>14} "
-              f"{'requests/q':>11} {'same paths as local':>20}")
+        print(
+            f"vLLM warm-up ({len(prompts)} questions, K=2): {time.perf_counter() - t0:.1f} s; "
+            f"load average {os.getloadavg()}"
+        )
+        print(
+            f"{'K':>3} {'route':>6} {'vLLM s/q':>9} {'local s/q':>10} {'routes used':>14} "
+            f"{'requests/q':>11} {'same paths as local':>20}"
+        )
         for k in args.vllm_beams:
             for route in args.vllm_routes:
                 secs, used, reqs, same = [], [], [], 0
@@ -136,9 +162,11 @@ def time_vllm(args: argparse.Namespace, local: LocalConstrainedDecoder, prompts:
                     reqs.append(vdec.last_stats["requests"])
                     same += [d.path_text for d in out] == ref
                     assert all(d.path_text in trie.texts for d in out)
-                print(f"{k:>3} {route:>6} {statistics.mean(secs):9.2f} {local_s[k]:10.2f} "
-                      f"{','.join(sorted(set(used))):>14} {statistics.mean(reqs):11.1f} "
-                      f"{same:>16d}/{len(prompts)}")
+                print(
+                    f"{k:>3} {route:>6} {statistics.mean(secs):9.2f} {local_s[k]:10.2f} "
+                    f"{','.join(sorted(set(used))):>14} {statistics.mean(reqs):11.1f} "
+                    f"{same:>16d}/{len(prompts)}"
+                )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ def _trace(out: dict, node: str) -> dict:
 
 def run_one(graph, q, beams: int) -> dict:
     t0 = time.perf_counter()
-    out = graph.invoke({"question": q.question, "topic_entities": q.topic_entities},
-                       context={"num_beams": beams})
+    out = graph.invoke(
+        {"question": q.question, "topic_entities": q.topic_entities}, context={"num_beams": beams}
+    )
     v = _trace(out, "verify_paths")
     return {
         "answers": out.get("answers", []),
@@ -60,20 +61,26 @@ def report(records: list[dict]) -> None:
                 x = dict(r[setting], path_hit=_path_hit(r[setting], r["gold"]))
                 by[(setting, str(r["hops"]))].append(x)
                 by[(setting, "all")].append(x)
-    print(f"{'setting':14} {'hops':4} {'n':>4} {'hits@1':>7} {'hit':>6} {'f1':>6} {'faithful':>9} "
-          f"{'llm_calls':>9} {'in_tok':>7} {'out_tok':>7} {'s/q':>6} {'path_hit':>8}")
+    print(
+        f"{'setting':14} {'hops':4} {'n':>4} {'hits@1':>7} {'hit':>6} {'f1':>6} {'faithful':>9} "
+        f"{'llm_calls':>9} {'in_tok':>7} {'out_tok':>7} {'s/q':>6} {'path_hit':>8}"
+    )
     for (setting, hops), rs in sorted(by.items()):
         kept = sum(x["kept"] for x in rs)
         total = kept + sum(x["dropped"] for x in rs)
         faithful = kept / total if total else float("nan")
+
         def avg(key, rs=rs):
             return mean(x["usage"].get(key, 0) for x in rs)
+
         h1 = mean(x["scores"]["hits@1"] for x in rs)
-        print(f"{setting:14} {hops:4} {len(rs):>4} {h1:7.3f} "
-              f"{mean(x['scores']['hit'] for x in rs):6.3f} {mean(x['scores']['f1'] for x in rs):6.3f} "
-              f"{faithful:9.3f} {avg('llm_calls'):9.2f} {avg('input_tokens'):7.1f} "
-              f"{avg('output_tokens'):7.1f} "
-              f"{mean(x['seconds'] for x in rs):6.1f} {mean(x['path_hit'] for x in rs):8.3f}")
+        print(
+            f"{setting:14} {hops:4} {len(rs):>4} {h1:7.3f} "
+            f"{mean(x['scores']['hit'] for x in rs):6.3f} {mean(x['scores']['f1'] for x in rs):6.3f} "
+            f"{faithful:9.3f} {avg('llm_calls'):9.2f} {avg('input_tokens'):7.1f} "
+            f"{avg('output_tokens'):7.1f} "
+            f"{mean(x['seconds'] for x in rs):6.1f} {mean(x['path_hit'] for x in rs):8.3f}"
+        )
         print(f"{'':14} {'':4} paths decoded={total} in KG={kept}")
 
 
@@ -107,12 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     from kg_agents.trie import TrieCache
 
     kg = open_kg("metaqa")
-    decoder = LocalConstrainedDecoder(max_answer_tokens=args.answer_tokens,
-                                      max_unconstrained_tokens=args.unconstrained_tokens)
+    decoder = LocalConstrainedDecoder(
+        max_answer_tokens=args.answer_tokens, max_unconstrained_tokens=args.unconstrained_tokens
+    )
     cache = TrieCache(kg, decoder.tokenizer, max_hops=args.max_hops)
     general = None if args.no_general else resolve_chat_model("local", max_tokens=args.general_tokens)
-    g_con = create_gcr_graph(kg, general_llm=general, decoder=decoder, trie_cache=cache,
-                             max_hops=args.max_hops)
+    g_con = create_gcr_graph(
+        kg, general_llm=general, decoder=decoder, trie_cache=cache, max_hops=args.max_hops
+    )
     g_unc = create_gcr_graph(kg, general_llm=None, decoder=decoder, trie_cache=cache, constrained=False)
     questions = [q for h in (1, 2, 3) for q in load_metaqa(h, "validation", seed=0, limit=args.per_hop)]
     # interleave hops so a partial run covers all of them
@@ -123,16 +132,26 @@ def main(argv: list[str] | None = None) -> int:
         for i, q in enumerate(questions):
             if q.id in done:
                 continue
-            rec = {"id": q.id, "hops": q.hops, "question": q.question, "gold": q.answers, "beams": args.beams,
-                   "max_hops": args.max_hops}
+            rec = {
+                "id": q.id,
+                "hops": q.hops,
+                "question": q.question,
+                "gold": q.answers,
+                "beams": args.beams,
+                "max_hops": args.max_hops,
+            }
             rec["constrained"] = run_one(g_con, q, args.beams)
             if not args.no_ablation:
                 rec["unconstrained"] = run_one(g_unc, q, args.beams)
             fh.write(json.dumps(rec) + "\n")
             fh.flush()
             done[q.id] = rec
-            print(f"[{i + 1}/{len(questions)}] {q.id} hits@1={rec['constrained']['scores']['hits@1']} "
-                  f"{rec['constrained']['seconds']:.1f}s", file=sys.stderr, flush=True)
+            print(
+                f"[{i + 1}/{len(questions)}] {q.id} hits@1={rec['constrained']['scores']['hits@1']} "
+                f"{rec['constrained']['seconds']:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
     report(list(done.values()))
     return 0
 

@@ -41,8 +41,9 @@ class _Scripted(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         last = str(messages[-1].content)
         for key, kind, reply in _REPLIES:
             if key in last:
@@ -60,24 +61,36 @@ def main(argv: list[str] | None = None) -> int:
     kg = MemoryKG(CONTRACT_TRIPLES)
     k, t = args.k, args.t
     print(f"graph_agent, k={k} t={t}; scripted model that never finishes")
-    print(f"{'strategy':<9}{'eval':<7}{'D':>3}{'steps':>7}{'table5':>8}{'merges':>8}{'evals':>7}{'total':>7}"
-          f"{'kg':>6}{'ms':>8}")
+    print(
+        f"{'strategy':<9}{'eval':<7}{'D':>3}{'steps':>7}{'table5':>8}{'merges':>8}{'evals':>7}{'total':>7}"
+        f"{'kg':>6}{'ms':>8}"
+    )
     for strategy in ("cot", "tot", "got"):
         for evaluator in ("select", "score"):
             if strategy == "cot" and evaluator == "score":
                 continue
             for depth in range(1, args.max_depth + 1):
                 llm = _Scripted()
-                g = create_graph_agent_graph(kg, llm=llm, strategy=strategy, evaluator=evaluator, k=k, t=t,
-                                             depth=depth, max_steps=depth)
+                g = create_graph_agent_graph(
+                    kg,
+                    llm=llm,
+                    strategy=strategy,
+                    evaluator=evaluator,
+                    k=k,
+                    t=t,
+                    depth=depth,
+                    max_steps=depth,
+                )
                 t0 = time.perf_counter()
                 out = g.invoke({"question": "who directed [Splash]"})
                 ms = 1000 * (time.perf_counter() - t0)
                 c = llm._calls
                 table5 = depth if strategy == "cot" else k * sum(t**i for i in range(depth))
-                print(f"{strategy:<9}{evaluator if strategy != 'cot' else '-':<7}{depth:>3}{c['step']:>7}"
-                      f"{table5:>8}{c['merge']:>8}{c['vote'] + c['score']:>7}{out['usage']['llm_calls']:>7}"
-                      f"{out['usage']['kg_calls']:>6}{ms:>8.0f}")
+                print(
+                    f"{strategy:<9}{evaluator if strategy != 'cot' else '-':<7}{depth:>3}{c['step']:>7}"
+                    f"{table5:>8}{c['merge']:>8}{c['vote'] + c['score']:>7}{out['usage']['llm_calls']:>7}"
+                    f"{out['usage']['kg_calls']:>6}{ms:>8.0f}"
+                )
     return 0
 
 

@@ -117,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         n = max(len(questions), 1)
         row = {"config": spec, "questions": len(questions), **{k: v / n for k, v in acc.items()}}
         rows.append(row)
-        print(f"  => {spec}: " + ", ".join(f"{k}={v:.3f}" for k, v in row.items() if isinstance(v, float)),
-              flush=True)
+        print(
+            f"  => {spec}: " + ", ".join(f"{k}={v:.3f}" for k, v in row.items() if isinstance(v, float)),
+            flush=True,
+        )
     print(
         f"\n{'config':<14}{'Hits@1':>8}{'F1':>8}{'calls':>8}{'in_tok':>9}{'out_tok':>9}{'kg':>7}{'s/q':>8}"
         f"{'paths':>7}"

@@ -48,17 +48,28 @@ def main(argv: list[str] | None = None) -> int:
     ents = list(dict.fromkeys(ents))[: args.entities]
     sig = tokenizer_signature(tok)
     print(f"load average at start: {os.getloadavg()}")
-    print(f"MetaQA {kg!r}; {len(ents)} topic entities of dev-train questions; "
-          f"fanout_limit={args.fanout_limit} max_paths={args.max_paths}")
-    print(f"{'L':>2} {'median ms':>10} {'p95 ms':>8} {'paths med':>10} {'paths max':>10} "
-          f"{'file KB med':>12} {'file KB p95':>12} {'mem KB med':>11} {'truncated':>10}")
+    print(
+        f"MetaQA {kg!r}; {len(ents)} topic entities of dev-train questions; "
+        f"fanout_limit={args.fanout_limit} max_paths={args.max_paths}"
+    )
+    print(
+        f"{'L':>2} {'median ms':>10} {'p95 ms':>8} {'paths med':>10} {'paths max':>10} "
+        f"{'file KB med':>12} {'file KB p95':>12} {'mem KB med':>11} {'truncated':>10}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for L in args.hops:
             times, paths, files, mems, trunc = [], [], [], [], 0
             for e in ents:
                 t0 = time.perf_counter()
-                trie = build_trie(kg, [e], tok, max_hops=L, fanout_limit=args.fanout_limit,
-                                  max_paths=args.max_paths, tokenizer_sig=sig)
+                trie = build_trie(
+                    kg,
+                    [e],
+                    tok,
+                    max_hops=L,
+                    fanout_limit=args.fanout_limit,
+                    max_paths=args.max_paths,
+                    tokenizer_sig=sig,
+                )
                 times.append((time.perf_counter() - t0) * 1000)
                 f = Path(tmp) / f"{L}.npz"
                 trie.save(f)
@@ -66,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
                 mems.append(trie.nbytes() / 1024)
                 paths.append(len(trie))
                 trunc += trie.stats.truncated
-            print(f"{L:>2} {statistics.median(times):10.1f} {pct(times, .95):8.1f} "
-                  f"{statistics.median(paths):10.0f} {max(paths):10d} {statistics.median(files):12.1f} "
-                  f"{pct(files, .95):12.1f} {statistics.median(mems):11.1f} {trunc:>7d}/{len(ents)}")
+            print(
+                f"{L:>2} {statistics.median(times):10.1f} {pct(times, 0.95):8.1f} "
+                f"{statistics.median(paths):10.0f} {max(paths):10d} {statistics.median(files):12.1f} "
+                f"{pct(files, 0.95):12.1f} {statistics.median(mems):11.1f} {trunc:>7d}/{len(ents)}"
+            )
     # the dynamic cache: a second pass over the same entities is served from memory
     cache = TrieCache(kg, tok, max_hops=2, capacity=len(ents))
     t0 = time.perf_counter()
@@ -79,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     for e in ents:
         cache.get([e])
     warm = time.perf_counter() - t0
-    print(f"TrieCache L=2: cold {cold / len(ents) * 1000:.1f} ms/entity, "
-          f"warm {warm / len(ents) * 1e6:.1f} us/entity {cache.info()}")
+    print(
+        f"TrieCache L=2: cold {cold / len(ents) * 1000:.1f} ms/entity, "
+        f"warm {warm / len(ents) * 1e6:.1f} us/entity {cache.info()}"
+    )
     # prefix lookup speed, on the largest L=2 trie
     trie = max((cache.get([e]) for e in ents), key=len)
     seqs = trie.sequences

@@ -67,8 +67,9 @@ class MethodSetup:
     _model: Any = None
 
     @classmethod
-    def from_args(cls, name: str, settings: Sequence[str], model_spec: str | None,
-                  max_tokens: int | None = None) -> MethodSetup:
+    def from_args(
+        cls, name: str, settings: Sequence[str], model_spec: str | None, max_tokens: int | None = None
+    ) -> MethodSetup:
         from kg_agents.graphs.registry import get_method
         from kg_agents.options import keyword_options, parse_options
 
@@ -101,13 +102,17 @@ class MethodSetup:
         fields = _context_fields(schema)
         if not self.context_pairs:
             return None
-        unknown = [p.partition("=")[0].strip() for p in self.context_pairs
-                   if p.partition("=")[0].strip() not in fields]
+        unknown = [
+            p.partition("=")[0].strip()
+            for p in self.context_pairs
+            if p.partition("=")[0].strip() not in fields
+        ]
         if unknown:
             factory = set(keyword_options(get_method(self.name).load())) - {"checkpointer"}
             valid = sorted(factory | set(fields))
-            raise ConfigError(f"unknown option {unknown[0]!r} for method {self.name!r}; "
-                              f"valid options: {', '.join(valid)}")
+            raise ConfigError(
+                f"unknown option {unknown[0]!r} for method {self.name!r}; valid options: {', '.join(valid)}"
+            )
         values = parse_options(self.context_pairs, fields)
         return schema(**values) if schema is not None else values
 
@@ -164,9 +169,11 @@ def _print_answer(out: dict[str, Any], kg: Any) -> None:
     for p in paths:
         print(f"  {p.to_text(label=kg.label) if kg is not None else p.to_text()}")
     u = out.get("usage") or {}
-    print(f"Usage: {u.get('llm_calls', 0)} LLM calls, {u.get('input_tokens', 0)} input / "
-          f"{u.get('output_tokens', 0)} output tokens, {u.get('kg_calls', 0)} KG calls, "
-          f"{float(u.get('seconds', 0.0)):.2f} s")
+    print(
+        f"Usage: {u.get('llm_calls', 0)} LLM calls, {u.get('input_tokens', 0)} input / "
+        f"{u.get('output_tokens', 0)} output tokens, {u.get('kg_calls', 0)} KG calls, "
+        f"{float(u.get('seconds', 0.0)):.2f} s"
+    )
     for e in out.get("errors") or []:
         print(f"Note: {e}")
 
@@ -182,8 +189,16 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: Sequence[str],
-         as_json: bool, topic_entities: list[str] | None = None, max_tokens: int | None = None) -> int:
+def _ask(
+    question: str,
+    method: str,
+    kg_spec: str,
+    model: str | None,
+    settings: Sequence[str],
+    as_json: bool,
+    topic_entities: list[str] | None = None,
+    max_tokens: int | None = None,
+) -> int:
     question = _check_question(question)
     setup = MethodSetup.from_args(method, settings, model, max_tokens)
     kg = open_kg_spec(kg_spec)
@@ -200,8 +215,16 @@ def _ask(question: str, method: str, kg_spec: str, model: str | None, settings: 
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    return _ask(args.question, args.method, args.kg, args.model, args.set or [], args.json,
-                args.topic or None, args.max_tokens)
+    return _ask(
+        args.question,
+        args.method,
+        args.kg,
+        args.model,
+        args.set or [],
+        args.json,
+        args.topic or None,
+        args.max_tokens,
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -221,8 +244,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError("eval needs --method and --out (or --compare DIR ...)")
     if bool(args.dataset) == bool(args.questions):
         raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
-    for flag, value in (("--concurrency", args.concurrency),
-                        ("--max-endpoint-failures", args.max_endpoint_failures)):
+    for flag, value in (
+        ("--concurrency", args.concurrency),
+        ("--max-endpoint-failures", args.max_endpoint_failures),
+    ):
         if value < 1:
             raise ConfigError(f"{flag} must be >= 1, got {value}")
     from kg_agents.eval.datasets import get_dataset
@@ -236,8 +261,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         dataset = args.dataset
     else:
         split = args.split or "dev"
-        ds = runner.load_questions_file(args.questions, args.kg, split=split, seed=args.seed,
-                                        limit=args.limit)
+        ds = runner.load_questions_file(
+            args.questions, args.kg, split=split, seed=args.seed, limit=args.limit
+        )
         dataset = Path(args.questions).name
     if not len(ds):
         raise ConfigError("no questions to evaluate")
@@ -251,8 +277,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     kg_spec = ds.kg if isinstance(ds.kg, str) or ds.kg is None else getattr(ds.kg, "name", "kg")
     extra = "".join(f" {k}={v}" for k, v in setup.model_options.items())
     model = setup.model_spec and setup.model_spec + extra
-    info = {"split": split, "seed": args.seed, "model": model, "options": sorted(args.set or []),
-            "kg": kg_spec}
+    info = {
+        "split": split,
+        "seed": args.seed,
+        "model": model,
+        "options": sorted(args.set or []),
+        "kg": kg_spec,
+    }
+
     async def run() -> dict:
         # Sync graph nodes run in the loop's default executor (6 threads on 2 cores): give it one thread
         # per concurrent question, so C questions really are in flight (and their model calls batch).
@@ -262,9 +294,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
             ThreadPoolExecutor(max_workers=args.concurrency + 4, thread_name_prefix="kg-agents-eval")
         )
         return await runner.run_eval(
-            ds.questions, args.out, method=args.method, dataset=dataset, build_graph=build,
-            kg_for=ds.kg_for, concurrency=args.concurrency, context=context, run_info=info,
-            progress=not args.no_progress, max_endpoint_failures=args.max_endpoint_failures,
+            ds.questions,
+            args.out,
+            method=args.method,
+            dataset=dataset,
+            build_graph=build,
+            kg_for=ds.kg_for,
+            concurrency=args.concurrency,
+            context=context,
+            run_info=info,
+            progress=not args.no_progress,
+            max_endpoint_failures=args.max_endpoint_failures,
         )
 
     summary = asyncio.run(run())
@@ -300,32 +340,48 @@ def cmd_build_tries(args: argparse.Namespace) -> int:
     if args.entities is not None and not Path(args.entities).is_file():
         raise ConfigError(f"no entities file at {args.entities}")
     summary = build_tries_command(
-        kg=args.kg, entities=args.entities, dataset=args.dataset, split=args.split, limit=args.limit,
-        out=args.out, max_hops=args.hops, fanout_limit=args.fanout_limit, max_paths=args.max_paths,
-        overwrite=args.overwrite)
+        kg=args.kg,
+        entities=args.entities,
+        dataset=args.dataset,
+        split=args.split,
+        limit=args.limit,
+        out=args.out,
+        max_hops=args.hops,
+        fanout_limit=args.fanout_limit,
+        max_paths=args.max_paths,
+        overwrite=args.overwrite,
+    )
     out = Path(args.out)
     summary["total_bytes"] = sum(f.stat().st_size for f in out.glob("*.npz"))
     summary["files"] = len(list(out.glob("*.npz")))
     if args.json:
         print(json.dumps(_jsonable(summary), indent=2))
         return 0
-    print(f"built {summary['n_built']} KG-Tries (L={args.hops}) in {out}; "
-          f"{summary['n_skipped_existing']} already there; {summary['files']} files, "
-          f"{summary['total_bytes'] / 1e6:.2f} MB in all")
+    print(
+        f"built {summary['n_built']} KG-Tries (L={args.hops}) in {out}; "
+        f"{summary['n_skipped_existing']} already there; {summary['files']} files, "
+        f"{summary['total_bytes'] / 1e6:.2f} MB in all"
+    )
     if summary["n_built"]:
-        print(f"per entity: build median {summary['seconds_median'] * 1000:.1f} ms, "
-              f"p95 {summary['seconds_p95'] * 1000:.1f} ms; "
-              f"file median {summary['bytes_median'] / 1024:.1f} KB, "
-              f"p95 {summary['bytes_p95'] / 1024:.1f} KB")
+        print(
+            f"per entity: build median {summary['seconds_median'] * 1000:.1f} ms, "
+            f"p95 {summary['seconds_p95'] * 1000:.1f} ms; "
+            f"file median {summary['bytes_median'] / 1024:.1f} KB, "
+            f"p95 {summary['bytes_p95'] / 1024:.1f} KB"
+        )
     if summary["truncated"]:
-        print(f"limits hit (fan-out {args.fanout_limit} per entity and hop, or {args.max_paths} paths per "
-              f"entity) for {summary['n_truncated']} entities: {', '.join(summary['truncated'][:10])}"
-              + (" ..." if summary["n_truncated"] > 10 else ""))
+        print(
+            f"limits hit (fan-out {args.fanout_limit} per entity and hop, or {args.max_paths} paths per "
+            f"entity) for {summary['n_truncated']} entities: {', '.join(summary['truncated'][:10])}"
+            + (" ..." if summary["n_truncated"] > 10 else "")
+        )
     else:
         print("limits hit: none")
     if summary["unknown"]:
-        print(f"{summary['n_unknown']} entities not in the KG, skipped: {', '.join(summary['unknown'][:10])}"
-              + (" ..." if summary["n_unknown"] > 10 else ""))
+        print(
+            f"{summary['n_unknown']} entities not in the KG, skipped: {', '.join(summary['unknown'][:10])}"
+            + (" ..." if summary["n_unknown"] > 10 else "")
+        )
     return 0
 
 
@@ -346,19 +402,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("methods", help="list the registered reasoning methods").set_defaults(func=cmd_methods)
 
     def method_args(sp: argparse.ArgumentParser, *, default_method: str | None) -> None:
-        sp.add_argument("--method", default=default_method,
-                        help="a registered method (see `kg-agents methods`)")
-        sp.add_argument("--model", default="local",
-                        help="chat model: local (default) or openai:<model> (server URL in $OPENAI_BASE_URL)")
+        sp.add_argument(
+            "--method", default=default_method, help="a registered method (see `kg-agents methods`)"
+        )
+        sp.add_argument(
+            "--model",
+            default="local",
+            help="chat model: local (default) or openai:<model> (server URL in $OPENAI_BASE_URL)",
+        )
         sp.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
-        sp.add_argument("--set", action="append", metavar="KEY=VALUE",
-                        help="a method option (factory keyword or per-run context field); repeatable")
+        sp.add_argument(
+            "--set",
+            action="append",
+            metavar="KEY=VALUE",
+            help="a method option (factory keyword or per-run context field); repeatable",
+        )
 
     a = sub.add_parser("ask", help="answer one question")
     a.add_argument("question")
     method_args(a, default_method="graph_rag")
-    a.add_argument("--kg", default="metaqa",
-                   help="bundled name, triples file or SPARQL URL (default: metaqa)")
+    a.add_argument(
+        "--kg", default="metaqa", help="bundled name, triples file or SPARQL URL (default: metaqa)"
+    )
     a.add_argument("--topic", action="append", metavar="ENTITY", help="a topic entity (else linked)")
     a.add_argument("--json", action="store_true", help="print the output contract as JSON")
     a.set_defaults(func=cmd_ask)
@@ -375,13 +440,22 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
     e.add_argument("--kg", help="the KG for --questions (or to override the dataset's)")
     e.add_argument("--questions", help="a MetaQA-format or JSONL questions file")
-    e.add_argument("--split", default=None, choices=["dev", "train", "validation"],
-                   help="default: validation (the seeded 20%%); dev for webqsp-sample and --questions")
+    e.add_argument(
+        "--split",
+        default=None,
+        choices=["dev", "train", "validation"],
+        help="default: validation (the seeded 20%%); dev for webqsp-sample and --questions",
+    )
     e.add_argument("--limit", type=int, default=None)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--concurrency", type=int, default=1)
-    e.add_argument("--max-endpoint-failures", type=int, default=5, metavar="N",
-                   help="stop the run after N questions in a row whose KG endpoint failed (default: 5)")
+    e.add_argument(
+        "--max-endpoint-failures",
+        type=int,
+        default=5,
+        metavar="N",
+        help="stop the run after N questions in a row whose KG endpoint failed (default: 5)",
+    )
     e.add_argument("--out", help="the run directory (a rerun resumes it)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     e.add_argument("--compare", nargs="+", metavar="DIR", help="compare finished runs instead")
@@ -394,18 +468,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_train)
 
     b = sub.add_parser("build-tries", help="build KG-Tries offline for a set of entities (GCR)")
-    b.add_argument("--kg", default="metaqa",
-                   help="bundled name, triples file or SPARQL URL (default: metaqa)")
+    b.add_argument(
+        "--kg", default="metaqa", help="bundled name, triples file or SPARQL URL (default: metaqa)"
+    )
     b.add_argument("--entities", metavar="FILE", help="a text file with one entity id per line")
     b.add_argument("--dataset", metavar="NAME", help="build tries for this dataset's topic entities instead")
-    b.add_argument("--split", default="validation", choices=["dev", "train", "validation"],
-                   help="the dataset's split (default: validation, as `eval`)")
+    b.add_argument(
+        "--split",
+        default="validation",
+        choices=["dev", "train", "validation"],
+        help="the dataset's split (default: validation, as `eval`)",
+    )
     b.add_argument("--limit", type=int, default=None, help="the dataset's first N questions")
     b.add_argument("--hops", type=int, default=2, help="L, path length in hops (default: 2)")
     b.add_argument("--out", required=True, metavar="DIR", help="the trie directory (gcr's trie_dir)")
     b.add_argument("--max-paths", type=int, default=20_000, help="paths per entity (default: 20000)")
-    b.add_argument("--fanout-limit", type=int, default=500,
-                   help="neighbours per entity and hop (default: 500)")
+    b.add_argument(
+        "--fanout-limit", type=int, default=500, help="neighbours per entity and hop (default: 500)"
+    )
     b.add_argument("--overwrite", action="store_true", help="rebuild tries that exist, or other settings")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=cmd_build_tries)

@@ -80,9 +80,18 @@ def run_trainer(name: str, settings: list[str] | None = None) -> Any:
 
 
 # Built-in trainers. Each method adds its line here when it lands.
-register_trainer("dualr", "kg_agents.gnn.train:train_explorer",
-                 "DualR GNN explorer (MetaQA dev-train split, early stop on dev-validation Hits@1)")
-register_trainer("gcr", "kg_agents.graphs.gcr_train:train_gcr",
-                 "GCR path generator: LoRA on the local model, MetaQA dev-train shortest paths")
-register_trainer("hops", "kg_agents.hops:train_hop_classifier",
-                 "KnowledgeNavigator hop-count head on MetaQA dev-train (frozen MiniLM + softmax head)")
+register_trainer(
+    "dualr",
+    "kg_agents.gnn.train:train_explorer",
+    "DualR GNN explorer (MetaQA dev-train split, early stop on dev-validation Hits@1)",
+)
+register_trainer(
+    "gcr",
+    "kg_agents.graphs.gcr_train:train_gcr",
+    "GCR path generator: LoRA on the local model, MetaQA dev-train shortest paths",
+)
+register_trainer(
+    "hops",
+    "kg_agents.hops:train_hop_classifier",
+    "KnowledgeNavigator hop-count head on MetaQA dev-train (frozen MiniLM + softmax head)",
+)

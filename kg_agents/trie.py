@@ -229,13 +229,21 @@ class KGTrie:
         lengths = np.array([len(s) for s in self.sequences], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         tokens = np.fromiter((t for s in self.sequences for t in s), dtype=np.int32, count=int(offsets[-1]))
-        meta = {"version": FORMAT_VERSION, "texts": self.texts, "stats": asdict(self.stats),
-                "tokenizer_sig": self.tokenizer_sig}
+        meta = {
+            "version": FORMAT_VERSION,
+            "texts": self.texts,
+            "stats": asdict(self.stats),
+            "tokenizer_sig": self.tokenizer_sig,
+        }
         target = FsPath(file)
         tmp = target.with_name(target.name + ".tmp")
         with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, tokens=tokens, offsets=offsets,
-                                meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+            np.savez_compressed(
+                fh,
+                tokens=tokens,
+                offsets=offsets,
+                meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+            )
         os.replace(tmp, target)
 
     @classmethod
@@ -257,8 +265,9 @@ class KGTrie:
         except (OSError, KeyError, ValueError, EOFError) as exc:
             raise DataFormatError(str(file), None, f"not a KG-Trie file: {exc}") from exc
         if meta.get("version") != FORMAT_VERSION:
-            raise DataFormatError(str(file), None,
-                                  f"KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}")
+            raise DataFormatError(
+                str(file), None, f"KG-Trie format {meta.get('version')}, expected {FORMAT_VERSION}"
+            )
         sig = meta.get("tokenizer_sig", "")
         if tokenizer is not None and sig and sig != tokenizer_signature(tokenizer):
             raise ConfigError(f"{file} was built with a different tokenizer; rebuild it with this decoder's")
@@ -300,13 +309,18 @@ def build_trie(
     if max_hops < 1:
         raise ValueError(f"max_hops must be >= 1, got {max_hops}")
     t0 = time.perf_counter()
-    res = enumerate_paths(kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit,
-                          max_paths=max_paths)
+    res = enumerate_paths(
+        kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
+    )
     texts = [p.to_text() for p in res.paths]
     sentences = [format_path(t) for t in texts]
     seqs = tokenizer(sentences, add_special_tokens=False)["input_ids"] if sentences else []
-    stats = TrieStats(entities=list(entities), max_hops=max_hops, fanout_truncated=list(res.fanout_truncated),
-                      path_limit_hit=res.path_limit_hit)
+    stats = TrieStats(
+        entities=list(entities),
+        max_hops=max_hops,
+        fanout_truncated=list(res.fanout_truncated),
+        path_limit_hit=res.path_limit_hit,
+    )
     sig = tokenizer_sig if tokenizer_sig is not None else tokenizer_signature(tokenizer)
     trie = KGTrie(seqs, texts, stats=stats, tokenizer_sig=sig)
     trie.stats.paths = len(trie)
@@ -351,18 +365,31 @@ def build_tries(
     out.mkdir(parents=True, exist_ok=True)
     index_file = out / "index.json"
     sig = tokenizer_signature(tokenizer)
-    settings = {"max_hops": max_hops, "fanout_limit": fanout_limit, "max_paths": max_paths,
-                "tokenizer_sig": sig, "kg": kg.fingerprint()}
+    settings = {
+        "max_hops": max_hops,
+        "fanout_limit": fanout_limit,
+        "max_paths": max_paths,
+        "tokenizer_sig": sig,
+        "kg": kg.fingerprint(),
+    }
     index: dict[str, Any] = {"settings": settings, "entities": {}}
     if index_file.is_file():
         old = json.loads(index_file.read_text())
         if old.get("settings") == settings:
             index = old
         elif not overwrite:
-            raise ConfigError(f"{out} holds tries built with other settings {old.get('settings')}; "
-                              "use another directory or overwrite=True")
-    summary: dict[str, Any] = {"built": [], "skipped_existing": [], "unknown": [], "truncated": [],
-                               "seconds": [], "bytes": []}
+            raise ConfigError(
+                f"{out} holds tries built with other settings {old.get('settings')}; "
+                "use another directory or overwrite=True"
+            )
+    summary: dict[str, Any] = {
+        "built": [],
+        "skipped_existing": [],
+        "unknown": [],
+        "truncated": [],
+        "seconds": [],
+        "bytes": [],
+    }
     for e in dict.fromkeys(entities):
         if not kg.has_entity(e):
             summary["unknown"].append(e)
@@ -371,8 +398,15 @@ def build_tries(
         if not overwrite and index["entities"].get(e) == name and (out / name).is_file():
             summary["skipped_existing"].append(e)
             continue
-        trie = build_trie(kg, [e], tokenizer, max_hops=max_hops, fanout_limit=fanout_limit,
-                          max_paths=max_paths, tokenizer_sig=sig)
+        trie = build_trie(
+            kg,
+            [e],
+            tokenizer,
+            max_hops=max_hops,
+            fanout_limit=fanout_limit,
+            max_paths=max_paths,
+            tokenizer_sig=sig,
+        )
         trie.save(out / name)
         index["entities"][e] = name
         summary["built"].append(e)
@@ -443,8 +477,13 @@ class TrieCache:
 
     def info(self) -> dict[str, int]:
         """Cache counters: memory ``hits``, ``misses`` (built on demand), ``disk`` loads, ``size``."""
-        return {"hits": self.hits, "misses": self.misses, "disk": self.disk, "size": len(self._lru),
-                "capacity": self.capacity}
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "disk": self.disk,
+            "size": len(self._lru),
+            "capacity": self.capacity,
+        }
 
     def entity_trie(self, entity: str, max_hops: int | None = None) -> KGTrie:
         """The trie of one entity's paths (from memory, disk, or built now)."""
@@ -461,9 +500,15 @@ class TrieCache:
             trie = KGTrie.load(self.directory / name)
             self.disk += 1
         else:
-            trie = build_trie(self.kg, [entity], self.tokenizer, max_hops=hops,
-                              fanout_limit=self.fanout_limit, max_paths=self.max_paths,
-                              tokenizer_sig=self.sig)
+            trie = build_trie(
+                self.kg,
+                [entity],
+                self.tokenizer,
+                max_hops=hops,
+                fanout_limit=self.fanout_limit,
+                max_paths=self.max_paths,
+                tokenizer_sig=self.sig,
+            )
             self.misses += 1
         with self._lock:
             if self.capacity:
@@ -515,15 +560,24 @@ def build_tries_command(
     if (entities is None) == (dataset is None):
         raise ConfigError("build-tries needs exactly one of entities=FILE or dataset=NAME")
     if entities is not None:
-        names = [line.strip() for line in FsPath(entities).read_text(encoding="utf-8").splitlines()
-                 if line.strip()]
+        names = [
+            line.strip() for line in FsPath(entities).read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
     else:
         from kg_agents.eval.datasets import get_dataset
 
         names = [e for q in get_dataset(str(dataset), split, limit=limit) for e in (q.topic_entities or [])]
     _, tok = load_local_model()
-    summary = build_tries(open_kg(kg), names, tok, out, max_hops=max_hops, fanout_limit=fanout_limit,
-                          max_paths=max_paths, overwrite=overwrite)
+    summary = build_tries(
+        open_kg(kg),
+        names,
+        tok,
+        out,
+        max_hops=max_hops,
+        fanout_limit=fanout_limit,
+        max_paths=max_paths,
+        overwrite=overwrite,
+    )
     for key in ("seconds", "bytes"):
         vals = sorted(summary.pop(key))
         summary[f"{key}_median"] = vals[len(vals) // 2] if vals else None

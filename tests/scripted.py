@@ -25,8 +25,9 @@ class KeyedChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "keyed-scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         text = str(messages[-1].content)
         self.calls.append(text)
         reply: Any = self.default

@@ -42,8 +42,14 @@ def chat(monkeypatch):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "kg_agents.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kg_agents.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_methods_lists_one_line_each(capsys):
@@ -70,20 +76,39 @@ def test_ask_text_output(capsys, chat, kg_file):
 
 
 def test_ask_set_factory_and_context_options(capsys, chat, kg_file):
-    rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--topic", "Splash", "--json",
-                   "--set", "fanout_limit=1", "--set", "max_triples=1"])
+    rc = cli.main(
+        [
+            "ask",
+            "who directed [Splash]",
+            "--kg",
+            kg_file,
+            "--topic",
+            "Splash",
+            "--json",
+            "--set",
+            "fanout_limit=1",
+            "--set",
+            "max_triples=1",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     retrieve = next(t for t in out["trace"] if t["node"] == "retrieve")
     assert retrieve["triples"] == 1
 
 
-@pytest.mark.parametrize("setting,msg", [
-    ("beam_size=5", "unknown option 'beam_size' for method 'graph_rag'; valid options: fanout_limit, index, "
-                    "llm, max_answers, max_triples, prompt"),
-    ("fanout_limit=many", "option fanout_limit: 'many' is not an int"),
-    ("max_triples", "expected KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "setting,msg",
+    [
+        (
+            "beam_size=5",
+            "unknown option 'beam_size' for method 'graph_rag'; valid options: fanout_limit, index, "
+            "llm, max_answers, max_triples, prompt",
+        ),
+        ("fanout_limit=many", "option fanout_limit: 'many' is not an int"),
+        ("max_triples", "expected KEY=VALUE"),
+    ],
+)
 def test_ask_bad_set(capsys, chat, kg_file, setting, msg):
     rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--set", setting])
     assert rc == 2
@@ -92,8 +117,9 @@ def test_ask_bad_set(capsys, chat, kg_file, setting, msg):
 
 
 def test_text_rag_options_are_typed(capsys, chat, kg_file):
-    rc = cli.main(["ask", "who directed [Splash]", "--method", "text_rag", "--kg", kg_file,
-                   "--set", "scope=web"])
+    rc = cli.main(
+        ["ask", "who directed [Splash]", "--method", "text_rag", "--kg", kg_file, "--set", "scope=web"]
+    )
     assert rc == 2 and "'web' is not one of neighborhood, kg" in capsys.readouterr().err
 
 
@@ -120,8 +146,20 @@ def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file)
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\nwho directed [Big]\tPenny Marshall\n")
     out = tmp_path / "run"
-    args = ["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf), "--out", str(out),
-            "--no-progress", "--concurrency", "2"]
+    args = [
+        "eval",
+        "--method",
+        "graph_rag",
+        "--kg",
+        kg_file,
+        "--questions",
+        str(qf),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--concurrency",
+        "2",
+    ]
     assert cli.main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert tuple(summary) == SUMMARY_KEYS and summary["n"] == 2 and summary["hits@1"] == 1.0
@@ -130,8 +168,20 @@ def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file)
     assert cli.main(args) == 0  # resumed: nothing left to ask
     assert len(chat.calls) == n_calls
     out2 = tmp_path / "run2"
-    args2 = ["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf), "--out", str(out2),
-             "--no-progress", "--set", "max_triples=0"]
+    args2 = [
+        "eval",
+        "--method",
+        "graph_rag",
+        "--kg",
+        kg_file,
+        "--questions",
+        str(qf),
+        "--out",
+        str(out2),
+        "--no-progress",
+        "--set",
+        "max_triples=0",
+    ]
     assert cli.main(args2) == 0
     capsys.readouterr()
     chart = tmp_path / "cmp.png"
@@ -193,13 +243,34 @@ def test_langgraph_json_exposes_every_registered_method():
 
 
 def test_unreachable_model_server_is_one_line(tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
-    for cmd in (["ask", "who directed [Splash]", "--method", "llm_only"],
-                ["eval", "--method", "llm_only", "--dataset", "pathquestion-pq-2h", "--limit", "2",
-                 "--out", str(tmp_path / "run")]):
-        r = subprocess.run([sys.executable, "-m", "kg_agents.cli", *cmd, "--model", "openai:smollm2"],
-                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    for cmd in (
+        ["ask", "who directed [Splash]", "--method", "llm_only"],
+        [
+            "eval",
+            "--method",
+            "llm_only",
+            "--dataset",
+            "pathquestion-pq-2h",
+            "--limit",
+            "2",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "kg_agents.cli", *cmd, "--model", "openai:smollm2"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert r.returncode == 1, r.stderr
         assert r.stderr.strip().count("\n") == 0 and "http://127.0.0.1:9/v1" in r.stderr
         assert "Traceback" not in r.stderr
@@ -213,7 +284,8 @@ def test_langgraph_entry_builds_a_working_graph(kg_file):
     graph = langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"] == ["Ron Howard"] and [p.to_text() for p in out["paths"]] == [
-        "Splash -> directed_by -> Ron Howard"]
+        "Splash -> directed_by -> Ron Howard"
+    ]
     with pytest.raises(ConfigError, match="valid methods"):
         langgraph_entry.build("no_such_method", {"configurable": {"kg": kg_file, "model": llm}})
 
@@ -226,8 +298,19 @@ def test_eval_rejects_a_count_below_one_before_any_model(flag, capsys, monkeypat
     monkeypatch.setattr(cli, "resolve_model", boom)
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\n")
-    args = ["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf),
-            "--out", str(tmp_path / "run"), flag, "0"]
+    args = [
+        "eval",
+        "--method",
+        "graph_rag",
+        "--kg",
+        kg_file,
+        "--questions",
+        str(qf),
+        "--out",
+        str(tmp_path / "run"),
+        flag,
+        "0",
+    ]
     assert cli.main(args) == 2
     assert f"{flag} must be >= 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
@@ -246,8 +329,25 @@ def test_eval_passes_max_endpoint_failures_to_the_runner(tmp_path, chat, kg_file
     monkeypatch.setattr(runner, "run_eval", spy)
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\n")
-    assert cli.main(["eval", "--method", "graph_rag", "--kg", kg_file, "--questions", str(qf),
-                     "--out", str(tmp_path / "run"), "--no-progress", "--max-endpoint-failures", "3"]) == 0
+    assert (
+        cli.main(
+            [
+                "eval",
+                "--method",
+                "graph_rag",
+                "--kg",
+                kg_file,
+                "--questions",
+                str(qf),
+                "--out",
+                str(tmp_path / "run"),
+                "--no-progress",
+                "--max-endpoint-failures",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert seen["max_endpoint_failures"] == 3
 
 
@@ -297,14 +397,34 @@ def test_build_tries_from_a_file_then_resume_and_limits(capsys, kg_file, tmp_pat
 
 def test_build_tries_for_a_dataset_and_bad_command_lines(capsys, tmp_path):
     out = tmp_path / "t"
-    assert cli.main(["build-tries", "--dataset", "metaqa-1hop", "--split", "train", "--limit", "3",
-                     "--hops", "1", "--out", str(out), "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "build-tries",
+                "--dataset",
+                "metaqa-1hop",
+                "--split",
+                "train",
+                "--limit",
+                "3",
+                "--hops",
+                "1",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_built"] == 3 == summary["files"] and summary["seconds_p95"] >= summary["seconds_median"]
-    for bad in (["--out", str(out)], ["--dataset", "metaqa-1hop", "--entities", "x", "--out", str(out)],
-                ["--entities", str(tmp_path / "missing.txt"), "--out", str(out)],
-                ["--dataset", "metaqa-1hop", "--hops", "0", "--out", str(out)],
-                ["--dataset", "nope", "--out", str(out)]):
+    for bad in (
+        ["--out", str(out)],
+        ["--dataset", "metaqa-1hop", "--entities", "x", "--out", str(out)],
+        ["--entities", str(tmp_path / "missing.txt"), "--out", str(out)],
+        ["--dataset", "metaqa-1hop", "--hops", "0", "--out", str(out)],
+        ["--dataset", "nope", "--out", str(out)],
+    ):
         assert cli.main(["build-tries", *bad]) == 2, bad
         assert capsys.readouterr().err.startswith("kg-agents: error:")
 
@@ -314,8 +434,22 @@ def test_ask_gcr_with_a_vllm_decoder_spec_that_is_down(capsys, chat, kg_file):
     from kg_agents.llm.vllm_server import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
-    rc = cli.main(["ask", "who directed [Splash]", "--method", "gcr", "--kg", kg_file, "--topic", "Splash",
-                   "--set", f"decoder=vllm:{url}", "--set", "num_beams=2"])
+    rc = cli.main(
+        [
+            "ask",
+            "who directed [Splash]",
+            "--method",
+            "gcr",
+            "--kg",
+            kg_file,
+            "--topic",
+            "Splash",
+            "--set",
+            f"decoder=vllm:{url}",
+            "--set",
+            "num_beams=2",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and url in err and "ModelError" in err
     assert cli.main(["ask", "q", "--method", "gcr", "--kg", kg_file, "--set", "decoder=nope"]) == 2

@@ -16,13 +16,16 @@ from tests.scripted import KeyedChat
 
 
 # --------------------------------------------------------------------------- metrics
-@pytest.mark.parametrize("raw,want", [
-    ("The  United_Kingdom!", "united kingdom"),
-    ("Ron Howard.", "ron howard"),
-    ("an Apple a day", "apple day"),
-    ("O'Brien & Sons", "obrien sons"),
-    ("  ", ""),
-])
+@pytest.mark.parametrize(
+    "raw,want",
+    [
+        ("The  United_Kingdom!", "united kingdom"),
+        ("Ron Howard.", "ron howard"),
+        ("an Apple a day", "apple day"),
+        ("O'Brien & Sons", "obrien sons"),
+        ("  ", ""),
+    ],
+)
 def test_normalize_answer(raw, want):
     assert normalize_answer(raw) == want
 
@@ -47,10 +50,22 @@ def test_scores_with_aliases_count_gold_answers_once():
 
 
 def test_summarize_keys_and_errors():
-    ok = {"scores": score_answers(["x"], ["x"]), "error": None, "paths_total": 2, "paths_faithful": 1,
-          "usage": {"llm_calls": 2, "input_tokens": 10, "output_tokens": 4, "kg_calls": 3}, "seconds": 1.5}
-    bad = {"scores": score_answers([], ["x"]), "error": "ValueError: boom", "paths_total": 0,
-           "paths_faithful": 0, "usage": {}, "seconds": None}
+    ok = {
+        "scores": score_answers(["x"], ["x"]),
+        "error": None,
+        "paths_total": 2,
+        "paths_faithful": 1,
+        "usage": {"llm_calls": 2, "input_tokens": 10, "output_tokens": 4, "kg_calls": 3},
+        "seconds": 1.5,
+    }
+    bad = {
+        "scores": score_answers([], ["x"]),
+        "error": "ValueError: boom",
+        "paths_total": 0,
+        "paths_faithful": 0,
+        "usage": {},
+        "seconds": None,
+    }
     s = summarize([ok, bad], method="m", dataset="d")
     assert tuple(s) == SUMMARY_KEYS
     assert s["n"] == 2 and s["errors"] == 1 and s["hits@1"] == 0.5
@@ -100,14 +115,26 @@ QUESTIONS = [
     Question("q2", "who directed [Big]", ["Penny Marshall"], ["Big"]),
     Question("q3", "who directed [Cast Away]", ["Robert Zemeckis"], ["Cast Away"]),
 ]
-SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Tom Hanks",
-          "[Cast Away]": "Answer: Robert Zemeckis"}
+SCRIPT = {
+    "[Splash]": "Answer: Ron Howard",
+    "[Big]": "Answer: Tom Hanks",
+    "[Cast Away]": "Answer: Robert Zemeckis",
+}
 
 
 def _run(qs, out, llm, kg, **kw):
-    return asyncio.run(run_eval(qs, out, method="graph_rag", dataset="toy", progress=False,
-                                kg_for=lambda q: q.kg() if q.kg else kg,
-                                build_graph=lambda g: create_graph_rag_graph(g, llm=llm), **kw))
+    return asyncio.run(
+        run_eval(
+            qs,
+            out,
+            method="graph_rag",
+            dataset="toy",
+            progress=False,
+            kg_for=lambda q: q.kg() if q.kg else kg,
+            build_graph=lambda g: create_graph_rag_graph(g, llm=llm),
+            **kw,
+        )
+    )
 
 
 def test_run_eval_writes_files_and_metrics(tmp_path, kg):
@@ -147,14 +174,25 @@ def test_run_eval_repairs_a_cut_line_and_refuses_another_run(tmp_path, kg):
     s = _run(QUESTIONS[:2], tmp_path, llm, kg)
     assert s["n"] == 2
     with pytest.raises(ConfigError, match="another run"):
-        asyncio.run(run_eval(QUESTIONS, tmp_path, method="llm_only", dataset="toy", kg_for=lambda q: kg,
-                             progress=False,
-                             build_graph=lambda g: create_llm_only_graph(g, llm=llm)))
+        asyncio.run(
+            run_eval(
+                QUESTIONS,
+                tmp_path,
+                method="llm_only",
+                dataset="toy",
+                kg_for=lambda q: kg,
+                progress=False,
+                build_graph=lambda g: create_llm_only_graph(g, llm=llm),
+            )
+        )
 
 
 def test_run_level_error_stops_the_run(tmp_path, kg):
-    llm = KeyedChat(script={"[Big]": ModelError("model server http://127.0.0.1:9/v1 unreachable")},
-                    default="Answer: Ron Howard", calls=[])
+    llm = KeyedChat(
+        script={"[Big]": ModelError("model server http://127.0.0.1:9/v1 unreachable")},
+        default="Answer: Ron Howard",
+        calls=[],
+    )
     with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
         _run(QUESTIONS[:2], tmp_path, llm, kg)
     kept = read_predictions(tmp_path / "predictions.jsonl")
@@ -172,9 +210,17 @@ def test_per_question_kg(tmp_path):
 def test_compare_runs(tmp_path, kg):
     llm = KeyedChat(script=SCRIPT, calls=[])
     _run(QUESTIONS, tmp_path / "a", llm, kg)
-    asyncio.run(run_eval(QUESTIONS, tmp_path / "b", method="llm_only", dataset="toy", kg_for=lambda q: kg,
-                             progress=False,
-                         build_graph=lambda g: create_llm_only_graph(g, llm=llm)))
+    asyncio.run(
+        run_eval(
+            QUESTIONS,
+            tmp_path / "b",
+            method="llm_only",
+            dataset="toy",
+            kg_for=lambda q: kg,
+            progress=False,
+            build_graph=lambda g: create_llm_only_graph(g, llm=llm),
+        )
+    )
     table, chart = compare_runs([tmp_path / "a", tmp_path / "b"], tmp_path / "cmp.png")
     assert "graph_rag" in table and "llm_only" in table and chart.stat().st_size > 0
     with pytest.raises(ConfigError, match=r"summary\.json"):

@@ -11,10 +11,27 @@ import kg_agents
 def test_all_is_pinned_and_sorted():
     assert kg_agents.__all__ == sorted(kg_agents.__all__)
     assert set(kg_agents.__all__) == {
-        "ConfigError", "DataFormatError", "EndpointError", "EntityIndex", "EntityNotFound",
-        "InvalidTermError", "KGAgentsError", "KGError", "KnowledgeGraph", "MemoryKG", "ModelError",
-        "Path", "Triple", "__version__", "create_graph", "kg_toolkit", "list_methods", "open_kg",
-        "reasoning_tool", "resolve_chat_model", "verify_path",
+        "ConfigError",
+        "DataFormatError",
+        "EndpointError",
+        "EntityIndex",
+        "EntityNotFound",
+        "InvalidTermError",
+        "KGAgentsError",
+        "KGError",
+        "KnowledgeGraph",
+        "MemoryKG",
+        "ModelError",
+        "Path",
+        "Triple",
+        "__version__",
+        "create_graph",
+        "kg_toolkit",
+        "list_methods",
+        "open_kg",
+        "reasoning_tool",
+        "resolve_chat_model",
+        "verify_path",
     }
 
 
@@ -24,8 +41,15 @@ def test_every_exported_name_resolves():
 
 
 def test_errors_share_one_base():
-    for name in ("ConfigError", "DataFormatError", "EndpointError", "EntityNotFound", "InvalidTermError",
-                 "KGError", "ModelError"):
+    for name in (
+        "ConfigError",
+        "DataFormatError",
+        "EndpointError",
+        "EntityNotFound",
+        "InvalidTermError",
+        "KGError",
+        "ModelError",
+    ):
         assert issubclass(getattr(kg_agents, name), kg_agents.KGAgentsError)
 
 

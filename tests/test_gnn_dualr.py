@@ -21,8 +21,9 @@ TINY_QUESTIONS = [
     TrainQuestion("who directed [Parenthood]", ["Ron Howard"], ["Parenthood"]),
     TrainQuestion("who wrote [Splash]", ["Babaloo Mandel"], ["Splash"]),
     TrainQuestion("who wrote [Parenthood]", ["Babaloo Mandel"], ["Parenthood"]),
-    TrainQuestion("which films did [Tom Hanks] act in", ["Splash", "Big", "Cast Away", "Forrest Gump"],
-                  ["Tom Hanks"]),
+    TrainQuestion(
+        "which films did [Tom Hanks] act in", ["Splash", "Big", "Cast Away", "Forrest Gump"], ["Tom Hanks"]
+    ),
     TrainQuestion("which films did [Steve Martin] act in", ["Parenthood"], ["Steve Martin"]),
     TrainQuestion("who directed the films starring [Steve Martin]", ["Ron Howard"], ["Steve Martin"]),
     TrainQuestion("when was [Big] released", ["1988"], ["Big"]),
@@ -56,8 +57,9 @@ def test_conv_matches_reference_on_hand_made_edges():
     ref = torch.zeros(3, d)
     for i in range(4):
         hs, hr, hq = x[src[i]], rels[rel_index[i]], q[q_index[i]]
-        a = torch.sigmoid(hs @ conv.att_s + hr @ conv.att_r + hq @ conv.att_q + (hr * hq) @ conv.att_qr
-                          + conv.att_bias)
+        a = torch.sigmoid(
+            hs @ conv.att_s + hr @ conv.att_r + hq @ conv.att_q + (hr * hq) @ conv.att_qr + conv.att_bias
+        )
         assert torch.allclose(alpha[i], a.squeeze(), atol=1e-6)
         ref[dst[i]] += a * (conv.lin.weight @ (hs * hr))
     assert torch.allclose(out, torch.relu(ref), atol=1e-5)
@@ -74,12 +76,16 @@ def test_topk_per_group_keeps_k_best_of_each_group():
 
 def test_backtrack_follows_highest_weight_and_identity():
     layers = [
-        [("Splash", "directed_by", False, "Ron Howard", 0.9),
-         ("Splash", "written_by", False, "Babaloo Mandel", 0.4),
-         ("Splash", None, False, "Splash", 0.5)],
-        [("Ron Howard", "directed_by", True, "Parenthood", 0.3),
-         ("Babaloo Mandel", "written_by", True, "Parenthood", 0.8),
-         ("Ron Howard", None, False, "Ron Howard", 0.7)],
+        [
+            ("Splash", "directed_by", False, "Ron Howard", 0.9),
+            ("Splash", "written_by", False, "Babaloo Mandel", 0.4),
+            ("Splash", None, False, "Splash", 0.5),
+        ],
+        [
+            ("Ron Howard", "directed_by", True, "Parenthood", 0.3),
+            ("Babaloo Mandel", "written_by", True, "Parenthood", 0.8),
+            ("Ron Howard", None, False, "Ron Howard", 0.7),
+        ],
     ]
     want = "Splash -> written_by -> Babaloo Mandel -> ~written_by -> Parenthood"
     assert backtrack(layers, "Parenthood").to_text() == want
@@ -133,27 +139,50 @@ def test_explore_bad_options(kg, encoder):
 
 def test_fanout_limit_counts_truncation(kg, encoder):
     graph = ExplorationGraph(kg, encoder, fanout_limit=2)
-    (codes, _), = graph.expand([graph.entity_id("Tom Hanks")])
+    ((codes, _),) = graph.expand([graph.entity_id("Tom Hanks")])
     assert len(codes) == 2 and graph.truncated == 1
 
 
 def test_training_learns_tiny_kg_and_resumes(kg, encoder, tmp_path):
     cfg = TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1, checkpoint_every=1)
     mcfg = ExplorerConfig(hidden=32, layers=2, top_k=(10,))
-    res = train_dualr(kg, TINY_QUESTIONS, TINY_QUESTIONS, out_dir=tmp_path, model_config=mcfg, config=cfg,
-                      encoder=encoder, progress=False)
+    res = train_dualr(
+        kg,
+        TINY_QUESTIONS,
+        TINY_QUESTIONS,
+        out_dir=tmp_path,
+        model_config=mcfg,
+        config=cfg,
+        encoder=encoder,
+        progress=False,
+    )
     assert res.best_hits1 >= 0.9, res.history
     assert res.history[0]["loss"] > res.history[-1]["loss"]
     model = DualRExplorer.load(res.best_path)
     assert model.meta["val_hits1"] == res.best_hits1 and model.config.top_k == (10, 10)
     # resume: nothing left to do after the last epoch, the history is kept
-    res2 = train_dualr(kg, TINY_QUESTIONS, TINY_QUESTIONS, out_dir=tmp_path, model_config=mcfg, config=cfg,
-                       encoder=encoder, progress=False)
+    res2 = train_dualr(
+        kg,
+        TINY_QUESTIONS,
+        TINY_QUESTIONS,
+        out_dir=tmp_path,
+        model_config=mcfg,
+        config=cfg,
+        encoder=encoder,
+        progress=False,
+    )
     assert res2.history == res.history
     with pytest.raises(ConfigError, match="another model config"):
-        train_dualr(kg, TINY_QUESTIONS, TINY_QUESTIONS, out_dir=tmp_path,
-                    model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)), config=cfg, encoder=encoder,
-                    progress=False)
+        train_dualr(
+            kg,
+            TINY_QUESTIONS,
+            TINY_QUESTIONS,
+            out_dir=tmp_path,
+            model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)),
+            config=cfg,
+            encoder=encoder,
+            progress=False,
+        )
 
 
 def test_training_rejects_unusable_questions(kg, encoder, tmp_path):

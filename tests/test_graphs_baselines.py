@@ -49,14 +49,16 @@ def test_graph_rag_stream_batch_checkpointer(kg):
     events = list(g.stream({"question": "who directed Splash", "topic_entities": ["Splash"]}, cfg))
     assert [next(iter(e)) for e in events] == ["link_entities", "retrieve", "answer"]
     outs = create_graph_rag_graph(kg, llm=llm).batch(
-        [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}])
+        [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}]
+    )
     assert len(outs) == 2 and all(o["usage"]["llm_calls"] == 1 for o in outs)
 
 
 async def test_graph_rag_ainvoke(kg):
     llm = FakeListChatModel(responses=["Answer: Ron Howard"])
     out = await create_graph_rag_graph(kg, llm=llm).ainvoke(
-        {"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"max_triples": 2})
+        {"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"max_triples": 2}
+    )
     assert out["answers"] == ["Ron Howard"]
 
 
@@ -77,5 +79,6 @@ def test_parse_answers(text, want):
 def test_graph_rag_supporting_path_for_a_sentence_answer(kg):
     llm = FakeListChatModel(responses=["Answer: Splash was directed by Ron Howard"])
     out = create_graph_rag_graph(kg, llm=llm).invoke(
-        {"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    )
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]

@@ -29,10 +29,16 @@ def checkpoint(kg, tmp_path_factory):
     from kg_agents.gnn import ExplorerConfig
 
     out = tmp_path_factory.mktemp("dualr")
-    res = train_dualr(kg, TINY_QUESTIONS, TINY_QUESTIONS, out_dir=out,
-                      model_config=ExplorerConfig(hidden=32, layers=2, top_k=(10,)),
-                      config=TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1),
-                      encoder=get_text_encoder(), progress=False)
+    res = train_dualr(
+        kg,
+        TINY_QUESTIONS,
+        TINY_QUESTIONS,
+        out_dir=out,
+        model_config=ExplorerConfig(hidden=32, layers=2, top_k=(10,)),
+        config=TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1),
+        encoder=get_text_encoder(),
+        progress=False,
+    )
     assert res.best_hits1 >= 0.9
     return str(res.best_path)
 
@@ -79,7 +85,8 @@ def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
 def test_free_answer_when_no_option_fits(kg, checkpoint):
     llm = FakeListChatModel(responses=["None of these. Answer: Steven Spielberg"])
     out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint).invoke(
-        {"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    )
     assert out["answers"] == ["Steven Spielberg"] and out["paths"] == []
     assert out["usage"]["llm_calls"] == 1
 
@@ -97,18 +104,25 @@ def test_stream_batch_ainvoke_and_context(kg, checkpoint):
     g = create_dualr_graph(kg, checkpoint=checkpoint)
     events = list(g.stream({"question": "who directed [Big]", "topic_entities": ["Big"]}))
     assert [next(iter(e)) for e in events] == NODES
-    outs = g.batch([{"question": "who directed [Big]", "topic_entities": ["Big"]},
-                    {"question": "who wrote [Parenthood]", "topic_entities": ["Parenthood"]}])
+    outs = g.batch(
+        [
+            {"question": "who directed [Big]", "topic_entities": ["Big"]},
+            {"question": "who wrote [Parenthood]", "topic_entities": ["Parenthood"]},
+        ]
+    )
     assert [o["answers"][0] for o in outs] == ["Penny Marshall", "Babaloo Mandel"]
-    out = g.invoke({"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
-                   context={"num_candidates": 5, "answer_ratio": 0.0, "layers": 1})
+    out = g.invoke(
+        {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
+        context={"num_candidates": 5, "answer_ratio": 0.0, "layers": 1},
+    )
     assert len(out["answers"]) == 5 and all(verify_path(kg, p) for p in out["paths"])
     assert all(len(p) == 1 for p in out["paths"])
 
 
 async def test_ainvoke(kg, checkpoint):
     out = await create_dualr_graph(kg, checkpoint=checkpoint).ainvoke(
-        {"question": "who directed [Cast Away]", "topic_entities": ["Cast Away"]})
+        {"question": "who directed [Cast Away]", "topic_entities": ["Cast Away"]}
+    )
     assert out["answers"][0] == "Robert Zemeckis"
 
 
@@ -165,8 +179,12 @@ def test_metaqa_gnn_only_with_shipped_checkpoint(metaqa):
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert "Ron Howard" in out["answers"] and out["usage"]["llm_calls"] == 0
     assert out["paths"] and all(verify_path(metaqa, p) for p in out["paths"])
-    out = g.invoke({"question": "who are the directors of the films written by [Babaloo Mandel]",
-                    "topic_entities": ["Babaloo Mandel"]})
+    out = g.invoke(
+        {
+            "question": "who are the directors of the films written by [Babaloo Mandel]",
+            "topic_entities": ["Babaloo Mandel"],
+        }
+    )
     assert out["answers"] and out["usage"]["llm_calls"] == 0
     assert all(verify_path(metaqa, p) and p.start == "Babaloo Mandel" for p in out["paths"])
 

@@ -100,8 +100,9 @@ def test_gcr_graph_answers_paths_usage(kg, decoder):
 
 def test_gcr_without_general_llm_votes(kg, decoder):
     g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3)
-    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]},
-                   context={"num_beams": 2})
+    out = g.invoke(
+        {"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"num_beams": 2}
+    )
     assert out["usage"]["llm_calls"] == 1
     trace = next(t for t in out["trace"] if t["node"] == "reason")
     assert trace["mode"] == "vote" and out["answers"] == trace["answers"]
@@ -122,12 +123,22 @@ def test_gcr_unconstrained_ablation_records_unfaithful_paths(kg, decoder):
 def test_gcr_stream_checkpointer_and_batch(kg, decoder):
     llm = FakeListChatModel(responses=["Ron Howard"] * 3)
     g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2, checkpointer=InMemorySaver())
-    events = list(g.stream({"question": "who directed Splash", "topic_entities": ["Splash"]},
-                           {"configurable": {"thread_id": "t"}}))
+    events = list(
+        g.stream(
+            {"question": "who directed Splash", "topic_entities": ["Splash"]},
+            {"configurable": {"thread_id": "t"}},
+        )
+    )
     assert [next(iter(e)) for e in events] == [
-        "link_entities", "get_trie", "decode", "verify_paths", "reason"]
+        "link_entities",
+        "get_trie",
+        "decode",
+        "verify_paths",
+        "reason",
+    ]
     outs = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2).batch(
-        [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}])
+        [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}]
+    )
     assert [o["answers"] for o in outs] == [["Ron Howard"], ["Ron Howard"]]
 
 
@@ -157,8 +168,11 @@ def test_gcr_bad_input_ends_with_errors(kg, decoder):
 
 
 def test_vote_and_format_paths():
-    decoded = [{"path": "a -> r -> b", "hypothesis": "B"}, {"path": "a -> r -> c", "hypothesis": "c"},
-               {"path": "a -> s -> c", "hypothesis": "C"}]
+    decoded = [
+        {"path": "a -> r -> b", "hypothesis": "B"},
+        {"path": "a -> r -> c", "hypothesis": "c"},
+        {"path": "a -> s -> c", "hypothesis": "C"},
+    ]
     assert vote(decoded) == ["c", "B"]
     assert format_paths(decoded).splitlines()[:2] == ["a -> r -> b", "# Answer: B"]
 

@@ -59,19 +59,28 @@ def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):
     # whole-KG scope needs no topic entity: the linking error is noted, the question still answered
     out = g.invoke({"question": "who directed the film about a mermaid"}, context={"top_k": 2})
     assert out["answers"] == ["Penny Marshall"] and out["errors"] == [
-        "link_entities: no entity of the KG found in the question"]
+        "link_entities: no entity of the KG found in the question"
+    ]
 
 
 def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):
-    llm = KeyedChat(script={"who directed Splash": "Answer: Ron Howard",
-                            "who directed Big": "Answer: Penny Marshall"}, calls=[])
+    llm = KeyedChat(
+        script={"who directed Splash": "Answer: Ron Howard", "who directed Big": "Answer: Penny Marshall"},
+        calls=[],
+    )
     g = create_text_rag_graph(kg, llm=llm, encoder=encoder, checkpointer=InMemorySaver())
-    events = list(g.stream({"question": "who directed Big", "topic_entities": ["Big"]},
-                           {"configurable": {"thread_id": "t"}}))
+    events = list(
+        g.stream(
+            {"question": "who directed Big", "topic_entities": ["Big"]}, {"configurable": {"thread_id": "t"}}
+        )
+    )
     assert [next(iter(e)) for e in events] == ["link_entities", "retrieve", "answer"]
     outs = create_text_rag_graph(kg, llm=llm, encoder=encoder).batch(
-        [{"question": "who directed Splash", "topic_entities": ["Splash"]},
-         {"question": "who directed Big", "topic_entities": ["Big"]}])
+        [
+            {"question": "who directed Splash", "topic_entities": ["Splash"]},
+            {"question": "who directed Big", "topic_entities": ["Big"]},
+        ]
+    )
     assert [o["answers"] for o in outs] == [["Ron Howard"], ["Penny Marshall"]]
     n = len(llm.calls)
     empty = create_text_rag_graph(kg, llm=llm, encoder=encoder).invoke({"question": "  "})
@@ -81,7 +90,8 @@ def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):
 async def test_text_rag_ainvoke(kg, encoder):
     llm = KeyedChat(script={}, default="Answer: Ron Howard", calls=[])
     out = await create_text_rag_graph(kg, llm=llm, encoder=encoder).ainvoke(
-        {"question": "who directed Splash", "topic_entities": ["Splash"]})
+        {"question": "who directed Splash", "topic_entities": ["Splash"]}
+    )
     assert out["answers"] == ["Ron Howard"] and out["paths"]
 
 

@@ -63,9 +63,17 @@ def test_eval_runner_local_model(tmp_path, llm):
     from kg_agents.graphs.baselines import create_graph_rag_graph
 
     ds = get_dataset("metaqa-1hop", "validation", limit=2)
-    s = asyncio.run(run_eval(ds.questions, tmp_path, method="graph_rag", dataset="metaqa-1hop",
-                             build_graph=lambda kg: create_graph_rag_graph(kg, llm=llm), kg_for=ds.kg_for,
-                             progress=False))
+    s = asyncio.run(
+        run_eval(
+            ds.questions,
+            tmp_path,
+            method="graph_rag",
+            dataset="metaqa-1hop",
+            build_graph=lambda kg: create_graph_rag_graph(kg, llm=llm),
+            kg_for=ds.kg_for,
+            progress=False,
+        )
+    )
     assert tuple(s) == SUMMARY_KEYS and s["n"] == 2 and s["errors"] == 0
     assert s["avg_llm_calls"] == 1.0 and s["avg_input_tokens"] > 20 and s["avg_seconds"] > 0
     recs = read_predictions(tmp_path / "predictions.jsonl")

@@ -47,8 +47,12 @@ def test_build_trie_paths_are_kg_paths_both_directions(kg, tok):
 
 def test_trie_matches_tokenisation_after_the_prompt(kg, tok):
     """The trie's first token is the first token the model generates after the assistant prefix."""
-    prompt = tok.apply_chat_template([{"role": "user", "content": "q"}], tokenize=False,
-                                     add_generation_prompt=True) + "# Reasoning Path:\n"
+    prompt = (
+        tok.apply_chat_template(
+            [{"role": "user", "content": "q"}], tokenize=False, add_generation_prompt=True
+        )
+        + "# Reasoning Path:\n"
+    )
     trie = build_trie(kg, ["Splash"], tok, max_hops=1)
     p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
     for text, seq in zip(trie.texts, trie.sequences, strict=True):
@@ -148,8 +152,13 @@ def test_tokenizer_signature_is_stable(tok):
     assert tokenizer_signature(tok) == tokenizer_signature(tok)
 
 
-_NAMES = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd", "Zs", "Po")), min_size=1,
-                 max_size=12).map(str.strip).filter(lambda s: s and "->" not in s)
+_NAMES = (
+    st.text(
+        alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd", "Zs", "Po")), min_size=1, max_size=12
+    )
+    .map(str.strip)
+    .filter(lambda s: s and "->" not in s)
+)
 
 
 @settings(max_examples=40, deadline=None)

@@ -89,6 +89,7 @@ def score_aliased(predictions: Sequence[str], gold_sets: Sequence[Sequence[str]]
     golds = [g for g in golds if g]
     if not preds or not golds:
         return {k: 0.0 for k in METRIC_KEYS}
+
     def hit(p: str, aliases: frozenset[str]) -> bool:
         return any(f" {a} " in f" {p} " for a in aliases)
 
@@ -119,8 +120,20 @@ def faithful_ratio(faithful: int, total: int) -> float | None:
 
 
 SUMMARY_KEYS = (
-    "method", "dataset", "n", "errors", "hits@1", "hit", "f1", "precision", "recall",
-    "faithful_path_ratio", "avg_llm_calls", "avg_input_tokens", "avg_output_tokens", "avg_kg_calls",
+    "method",
+    "dataset",
+    "n",
+    "errors",
+    "hits@1",
+    "hit",
+    "f1",
+    "precision",
+    "recall",
+    "faithful_path_ratio",
+    "avg_llm_calls",
+    "avg_input_tokens",
+    "avg_output_tokens",
+    "avg_kg_calls",
     "avg_seconds",
 )
 
@@ -148,8 +161,12 @@ def summarize(records: Sequence[Mapping[str, Any]], *, method: str, dataset: str
         sum(int(r.get("paths_faithful", 0)) for r in records),
         sum(int(r.get("paths_total", 0)) for r in records),
     )
-    for key, field in (("avg_llm_calls", "llm_calls"), ("avg_input_tokens", "input_tokens"),
-                       ("avg_output_tokens", "output_tokens"), ("avg_kg_calls", "kg_calls")):
+    for key, field in (
+        ("avg_llm_calls", "llm_calls"),
+        ("avg_input_tokens", "input_tokens"),
+        ("avg_output_tokens", "output_tokens"),
+        ("avg_kg_calls", "kg_calls"),
+    ):
         out[key] = mean((r.get("usage") or {}).get(field, 0) for r in done) if done else None
     out["avg_seconds"] = mean(r.get("seconds") for r in done) if done else None
     assert tuple(out) == SUMMARY_KEYS

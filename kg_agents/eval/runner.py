@@ -55,8 +55,9 @@ def gold_sets(q: Any) -> list[list[str]]:
     return [[a] for a in q.answers]
 
 
-def load_questions_file(path: str | Path, kg: Any = None, *, split: str = "dev", seed: int = 0,
-                        limit: int | None = None) -> Any:
+def load_questions_file(
+    path: str | Path, kg: Any = None, *, split: str = "dev", seed: int = 0, limit: int | None = None
+) -> Any:
     """A :class:`~kg_agents.eval.datasets.Dataset` from a MetaQA-format or JSONL questions file.
 
     The format is chosen by the first non-blank character (``{``: JSONL, see
@@ -120,13 +121,25 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
 
 
 def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, kg: Any) -> dict[str, Any]:
-    rec: dict[str, Any] = {"id": q.id, "question": q.question, "gold": list(q.answers),
-                           "topic_entities": getattr(q, "topic_entities", None),
-                           "qtype": getattr(q, "qtype", None)}
+    rec: dict[str, Any] = {
+        "id": q.id,
+        "question": q.question,
+        "gold": list(q.answers),
+        "topic_entities": getattr(q, "topic_entities", None),
+        "qtype": getattr(q, "qtype", None),
+    }
     if isinstance(out, BaseException):
-        rec.update(predictions=[], paths=[], paths_total=0, paths_faithful=0,
-                   scores={k: 0.0 for k in METRIC_KEYS}, usage={}, seconds=None, graph_errors=[],
-                   error=f"{type(out).__name__}: {out}")
+        rec.update(
+            predictions=[],
+            paths=[],
+            paths_total=0,
+            paths_faithful=0,
+            scores={k: 0.0 for k in METRIC_KEYS},
+            usage={},
+            seconds=None,
+            graph_errors=[],
+            error=f"{type(out).__name__}: {out}",
+        )
         return rec
     answers = [str(a) for a in out.get("answers") or []]
     paths = [p for p in out.get("paths") or [] if isinstance(p, KGPath)]
@@ -135,10 +148,17 @@ def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, 
         faithful = sum(1 for p in paths if verify_path(kg, p))
     except KGAgentsError as exc:  # the KG failed while the paths were checked again
         faithful, error = 0, error or f"{type(exc).__name__}: {exc} (checking the returned paths)"
-    rec.update(predictions=answers, paths=[p.to_text() for p in paths], paths_total=len(paths),
-               paths_faithful=faithful, scores=score_aliased(answers, gold_sets(q)),
-               usage=dict(out.get("usage") or {}), seconds=seconds,
-               graph_errors=list(out.get("errors") or []), error=error)
+    rec.update(
+        predictions=answers,
+        paths=[p.to_text() for p in paths],
+        paths_total=len(paths),
+        paths_faithful=faithful,
+        scores=score_aliased(answers, gold_sets(q)),
+        usage=dict(out.get("usage") or {}),
+        seconds=seconds,
+        graph_errors=list(out.get("errors") or []),
+        error=error,
+    )
     if error:
         rec["scores"] = {k: 0.0 for k in METRIC_KEYS}
     return rec
@@ -238,8 +258,14 @@ async def run_eval(
 
     runner = RunnableLambda(run_one, name="eval_question")
     failed_in_a_row = 0
-    bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=f"{method} on {dataset}",
-               unit="q", disable=not progress, file=sys.stderr)
+    bar = tqdm(
+        total=len(questions),
+        initial=len(questions) - len(todo),
+        desc=f"{method} on {dataset}",
+        unit="q",
+        disable=not progress,
+        file=sys.stderr,
+    )
     try:
         with open(pred_path, "a", encoding="utf-8") as fh:
             async for i, res in runner.abatch_as_completed(
@@ -292,8 +318,21 @@ def write_summary(
 
 
 # --------------------------------------------------------------------------- reports
-TABLE_KEYS = ("n", "errors", "hits@1", "hit", "f1", "precision", "recall", "faithful_path_ratio",
-              "avg_llm_calls", "avg_input_tokens", "avg_output_tokens", "avg_kg_calls", "avg_seconds")
+TABLE_KEYS = (
+    "n",
+    "errors",
+    "hits@1",
+    "hit",
+    "f1",
+    "precision",
+    "recall",
+    "faithful_path_ratio",
+    "avg_llm_calls",
+    "avg_input_tokens",
+    "avg_output_tokens",
+    "avg_kg_calls",
+    "avg_seconds",
+)
 
 
 def _fmt(v: Any) -> str:
@@ -315,11 +354,17 @@ def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
 
 def render_report(summary: dict[str, Any], records: Sequence[dict[str, Any]], info: dict[str, Any]) -> str:
     """``report.md``: the run's settings, its metrics, a per-question-type breakdown and the errors."""
-    parts = [f"# {summary['method']} on {summary['dataset']}", "",
-             "Settings: " + ", ".join(f"{k}={info[k]!r}" for k in _RUN_KEYS if k in info), "",
-             markdown_table([summary]), "",
-             "Answers are matched after one normalisation (kg_agents.eval.metrics.normalize_answer); "
-             "faithful_path_ratio re-checks every returned path against the KG.", ""]
+    parts = [
+        f"# {summary['method']} on {summary['dataset']}",
+        "",
+        "Settings: " + ", ".join(f"{k}={info[k]!r}" for k in _RUN_KEYS if k in info),
+        "",
+        markdown_table([summary]),
+        "",
+        "Answers are matched after one normalisation (kg_agents.eval.metrics.normalize_answer); "
+        "faithful_path_ratio re-checks every returned path against the KG.",
+        "",
+    ]
     by_type: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         if r.get("qtype"):

@@ -72,8 +72,9 @@ class DualRConv(MessagePassing):
         torch.nn.init.zeros_(self.att_bias)
         self.lin.reset_parameters()
 
-    def edge_attention(self, x_src: Tensor, src: Tensor, rel_table: Tensor, rel_index: Tensor, q: Tensor,
-                       q_index: Tensor) -> Tensor:
+    def edge_attention(
+        self, x_src: Tensor, src: Tensor, rel_table: Tensor, rel_index: Tensor, q: Tensor, q_index: Tensor
+    ) -> Tensor:
         """Eq. 1: the weight in (0, 1) of every edge (before pruning).
 
         Every term of eq. 1 is linear, so it is computed once per source entity, relation and
@@ -92,11 +93,13 @@ class DualRConv(MessagePassing):
         logit = s[src] + r[rel_index] + qq[q_index] + qr[q_index, rel_index] + self.att_bias
         return torch.sigmoid(logit)
 
-    def forward(self, x_src: Tensor, edge_index: Tensor, rel: Tensor, alpha: Tensor,
-                num_targets: int) -> Tensor:
+    def forward(
+        self, x_src: Tensor, edge_index: Tensor, rel: Tensor, alpha: Tensor, num_targets: int
+    ) -> Tensor:
         """Eq. 2: propagate the kept edges from the previous candidates to the new ones."""
-        out = self.propagate(edge_index, x=(x_src, None), rel=rel, alpha=alpha,
-                             size=(x_src.size(0), num_targets))
+        out = self.propagate(
+            edge_index, x=(x_src, None), rel=rel, alpha=alpha, size=(x_src.size(0), num_targets)
+        )
         return torch.relu(out)
 
     def message(self, x_j: Tensor, rel: Tensor, alpha: Tensor) -> Tensor:

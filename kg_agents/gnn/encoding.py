@@ -26,8 +26,17 @@ import numpy as np
 
 from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder
 
-__all__ = ["DEFAULT_ENCODER", "Encoder", "LLMEmbeddingEncoder", "cache_dir", "encode_cached", "encoder_dim",
-           "encoder_name", "get_text_encoder", "relation_text"]
+__all__ = [
+    "DEFAULT_ENCODER",
+    "Encoder",
+    "LLMEmbeddingEncoder",
+    "cache_dir",
+    "encode_cached",
+    "encoder_dim",
+    "encoder_name",
+    "get_text_encoder",
+    "relation_text",
+]
 
 
 def encoder_name(encoder: Encoder) -> str:
@@ -101,8 +110,9 @@ def cache_dir() -> Path:
     return root / "dualr"
 
 
-def encode_cached(encoder: Encoder, texts: Sequence[str], *, tag: str = "texts",
-                  directory: str | Path | None = None) -> np.ndarray:
+def encode_cached(
+    encoder: Encoder, texts: Sequence[str], *, tag: str = "texts", directory: str | Path | None = None
+) -> np.ndarray:
     """Encode ``texts`` once and keep the array on disk, keyed by the encoder and the exact texts.
 
     Used for the questions of a training split and the relations of a KG, so later runs load them in

@@ -92,8 +92,15 @@ class ExplorationGraph:
         relation_dim: the encoding size when ``encoder`` is None.
     """
 
-    def __init__(self, kg: KnowledgeGraph, encoder: Encoder | None, *, fanout_limit: int = 1000,
-                 max_cached: int = 200_000, relation_dim: int | None = None) -> None:
+    def __init__(
+        self,
+        kg: KnowledgeGraph,
+        encoder: Encoder | None,
+        *,
+        fanout_limit: int = 1000,
+        max_cached: int = 200_000,
+        relation_dim: int | None = None,
+    ) -> None:
         if fanout_limit < 1:
             raise ConfigError(f"fanout_limit must be >= 1, got {fanout_limit}")
         if encoder is None and relation_dim is None:
@@ -232,8 +239,12 @@ class Exploration:
         out = []
         for edges in self.layers:
             m = torch.nonzero(edges.batch == b).flatten().tolist()
-            src, code, dst, alpha = (edges.src.tolist(), edges.code.tolist(), edges.dst.tolist(),
-                                     edges.alpha.tolist())
+            src, code, dst, alpha = (
+                edges.src.tolist(),
+                edges.code.tolist(),
+                edges.dst.tolist(),
+                edges.alpha.tolist(),
+            )
             layer = []
             for i in m:
                 c = code[i]
@@ -294,12 +305,12 @@ class DualRExplorer(nn.Module):
         super().__init__()
         self.config = config = config or ExplorerConfig()
         d = config.hidden
-        self.lin_text = nn.Linear(config.encoder_dim, d)            # W_L (questions and relations)
+        self.lin_text = nn.Linear(config.encoder_dim, d)  # W_L (questions and relations)
         # Normalises the lowered encodings so that products h_s * h_r keep their scale over L layers
         # (without it the states of a 3-layer model vanish at initialisation and nothing trains).
         self.norm_text = nn.LayerNorm(d)
-        self.lin_inverse = nn.Linear(d, d)                           # h_{-r} = W_{-r} h_r + b_{-r}
-        self.identity = nn.Parameter(torch.empty(d))                 # h_id
+        self.lin_inverse = nn.Linear(d, d)  # h_{-r} = W_{-r} h_r + b_{-r}
+        self.identity = nn.Parameter(torch.empty(d))  # h_id
         self.convs = nn.ModuleList(DualRConv(d) for _ in range(config.layers))
         self.mlp = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU(), nn.Linear(d, 1))
         self.reset_parameters()
@@ -326,8 +337,15 @@ class DualRExplorer(nn.Module):
         table = torch.stack([h, h_inv], 1).reshape(-1, h.size(-1))
         return torch.cat([table, self.identity.unsqueeze(0)], 0)
 
-    def explore(self, question_enc: Tensor, topics: Sequence[Sequence[str]], graph: ExplorationGraph,
-                *, top_k: Sequence[int] | None = None, layers: int | None = None) -> Exploration:
+    def explore(
+        self,
+        question_enc: Tensor,
+        topics: Sequence[Sequence[str]],
+        graph: ExplorationGraph,
+        *,
+        top_k: Sequence[int] | None = None,
+        layers: int | None = None,
+    ) -> Exploration:
         """Explore from the topic entities of each question (algorithm 1) and score the candidates.
 
         Args:
@@ -350,8 +368,9 @@ class DualRExplorer(nn.Module):
             raise ConfigError(f"question_enc must be (B, d_L) with B = {len(topics)} questions")
         device = self.lin_text.weight.device
         h_q = self.text(question_enc.to(device))
-        topic_ids = [[graph.entity_id(t) for t in dict.fromkeys(ts) if graph.kg.has_entity(t)]
-                     for ts in topics]
+        topic_ids = [
+            [graph.entity_id(t) for t in dict.fromkeys(ts) if graph.kg.has_entity(t)] for ts in topics
+        ]
         nb = torch.tensor([b for b, ts in enumerate(topic_ids) for _ in ts], dtype=torch.long, device=device)
         ne = torch.tensor([e for ts in topic_ids for e in ts], dtype=torch.long, device=device)
         h = h_q.index_select(0, nb)
@@ -392,7 +411,8 @@ class DualRExplorer(nn.Module):
             keys_all = e_b * _KEY + dst_ent
             before.append(_count_unique_per_group(keys_all, n_q))
             src, code, dst_ent, e_b, rel_idx, alpha = (
-                t[keep] for t in (src, code, dst_ent, e_b, rel_idx, alpha))
+                t[keep] for t in (src, code, dst_ent, e_b, rel_idx, alpha)
+            )
             rel = table.index_select(0, rel_idx)
             keys = e_b * _KEY + dst_ent
             uniq, inv = torch.unique(keys, return_inverse=True)
@@ -401,8 +421,15 @@ class DualRExplorer(nn.Module):
             h = conv(h, torch.stack([src, inv]), rel, alpha, num_targets=uniq.numel())
             old_keys = nb * _KEY + ne
             new = ~torch.isin(uniq, old_keys)
-            kept.append(LayerEdges(e_b.detach(), ne.index_select(0, src).detach(), code.detach(),
-                                     dst_ent.detach(), alpha.detach()))
+            kept.append(
+                LayerEdges(
+                    e_b.detach(),
+                    ne.index_select(0, src).detach(),
+                    code.detach(),
+                    dst_ent.detach(),
+                    alpha.detach(),
+                )
+            )
             nb, ne = uniq // _KEY, uniq % _KEY
         # eq. 3
         logits = self.mlp(torch.cat([h, h_q.index_select(0, nb)], -1)).squeeze(-1)
@@ -475,7 +502,8 @@ def _count_unique_per_group(keys: Tensor, n_groups: int) -> Tensor:
 
 def _group_log_softmax(logits: Tensor, group: Tensor, n: int) -> Tensor:
     mx = torch.full((n,), float("-inf"), device=logits.device).scatter_reduce(
-        0, group, logits.detach(), reduce="amax", include_self=True)
+        0, group, logits.detach(), reduce="amax", include_self=True
+    )
     z = logits - mx[group]
     lse = torch.zeros(n, device=logits.device).index_add_(0, group, z.exp()).log()
     return z - lse[group]

@@ -104,9 +104,15 @@ def _usable(questions: Sequence[QuestionLike], kg: KnowledgeGraph) -> list[Quest
 
 
 @torch.no_grad()
-def evaluate_hits1(model: DualRExplorer, graph: ExplorationGraph, questions: Sequence[QuestionLike],
-                   q_enc: np.ndarray, *, batch_size: int = 50,
-                   top_k: Sequence[int] | None = None) -> dict[str, float]:
+def evaluate_hits1(
+    model: DualRExplorer,
+    graph: ExplorationGraph,
+    questions: Sequence[QuestionLike],
+    q_enc: np.ndarray,
+    *,
+    batch_size: int = 50,
+    top_k: Sequence[int] | None = None,
+) -> dict[str, float]:
     """Hits@1 of the explorer alone (the paper's w.o.-AD), and the share of questions with an answer
     among the candidates (``answer_recall``)."""
     model.eval()
@@ -162,8 +168,10 @@ def train_dualr(
     mcfg.encoder, mcfg.encoder_dim = encoder_name(encoder), dim
     train_q, val_q = _usable(train, kg), _usable(val, kg)
     if not train_q or not val_q:
-        raise ConfigError(f"no usable questions (train {len(train_q)}, validation {len(val_q)}): each needs "
-                          "an answer and a topic entity that is in the KG")
+        raise ConfigError(
+            f"no usable questions (train {len(train_q)}, validation {len(val_q)}): each needs "
+            "an answer and a topic entity that is in the KG"
+        )
     out = FsPath(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -181,8 +189,9 @@ def train_dualr(
     if resume and last.is_file():
         state = torch.load(last, map_location=device, weights_only=False)
         if state.get("model_config") != _cfg_dict(mcfg):
-            raise ConfigError(f"{last} was written with another model config; "
-                              "use a new out_dir or resume=False")
+            raise ConfigError(
+                f"{last} was written with another model config; use a new out_dir or resume=False"
+            )
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         start_epoch, start_step = state["epoch"], state["step"]
@@ -191,9 +200,21 @@ def train_dualr(
 
     def save_last(epoch: int, step: int) -> None:
         tmp = last.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch, "step": step,
-                    "best": best, "best_epoch": best_epoch, "bad": bad, "history": history,
-                    "model_config": _cfg_dict(mcfg), "train_config": asdict(cfg)}, tmp)
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "epoch": epoch,
+                "step": step,
+                "best": best,
+                "best_epoch": best_epoch,
+                "bad": bad,
+                "history": history,
+                "model_config": _cfg_dict(mcfg),
+                "train_config": asdict(cfg),
+            },
+            tmp,
+        )
         tmp.replace(last)
 
     n_steps = (len(train_q) + cfg.batch_size - 1) // cfg.batch_size
@@ -205,8 +226,13 @@ def train_dualr(
         t_epoch = time.perf_counter()
         losses: list[float] = []
         first = start_step if epoch == start_epoch else 0
-        bar = tqdm(range(first, n_steps), desc=f"dualr epoch {epoch + 1}/{cfg.epochs}", disable=not progress,
-                   initial=first, total=n_steps)
+        bar = tqdm(
+            range(first, n_steps),
+            desc=f"dualr epoch {epoch + 1}/{cfg.epochs}",
+            disable=not progress,
+            initial=first,
+            total=n_steps,
+        )
         for step in bar:
             idx = perm[step * cfg.batch_size : (step + 1) * cfg.batch_size]
             qs = [train_q[i] for i in idx]
@@ -223,17 +249,29 @@ def train_dualr(
                 save_last(epoch, step + 1)
         train_s = time.perf_counter() - t_epoch
         scores = evaluate_hits1(model, graph, val_q, val_enc)
-        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"),
-               "train_seconds": train_s, **{f"val_{k}": v for k, v in scores.items()}}
+        rec = {
+            "epoch": epoch + 1,
+            "loss": float(np.mean(losses)) if losses else float("nan"),
+            "train_seconds": train_s,
+            **{f"val_{k}": v for k, v in scores.items()},
+        }
         history.append(rec)
         log.info("epoch %d: %s", epoch + 1, rec)
         if progress:
-            tqdm.write(f"epoch {epoch + 1}: loss {rec['loss']:.4f}  val hits@1 {scores['hits1']:.4f}  "
-                       f"answer recall {scores['answer_recall']:.4f}  ({train_s:.0f}s)")
+            tqdm.write(
+                f"epoch {epoch + 1}: loss {rec['loss']:.4f}  val hits@1 {scores['hits1']:.4f}  "
+                f"answer recall {scores['answer_recall']:.4f}  ({train_s:.0f}s)"
+            )
         if scores["hits1"] > best:
             best, best_epoch, bad = scores["hits1"], epoch + 1, 0
-            model.save(out / "best.pt", val_hits1=best, epoch=best_epoch, seed=cfg.seed,
-                       train_questions=len(train_q), val_questions=len(val_q))
+            model.save(
+                out / "best.pt",
+                val_hits1=best,
+                epoch=best_epoch,
+                seed=cfg.seed,
+                train_questions=len(train_q),
+                val_questions=len(val_q),
+            )
         else:
             bad += 1
         save_last(epoch + 1, 0)
@@ -266,8 +304,9 @@ def read_questions(path: str | FsPath) -> list[TrainQuestion]:
             if line.lstrip().startswith("{"):
                 try:
                     obj = json.loads(line)
-                    out.append(TrainQuestion(obj["question"], list(obj["answers"]),
-                                             list(obj["topic_entities"])))
+                    out.append(
+                        TrainQuestion(obj["question"], list(obj["answers"]), list(obj["topic_entities"]))
+                    )
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
                     raise DataFormatError(str(p), n, f"bad JSONL question ({exc})") from exc
                 continue
@@ -327,22 +366,43 @@ def train_explorer(
     if threads:
         torch.set_num_threads(threads)
     graph_kg = open_kg(kg)
-    train, valq = load_training_questions(questions, val, hops=hops, limit=limit, val_limit=val_limit,
-                                          seed=seed)
+    train, valq = load_training_questions(
+        questions, val, hops=hops, limit=limit, val_limit=val_limit, seed=seed
+    )
     mcfg = ExplorerConfig(hidden=hidden, layers=layers, top_k=tuple(top_k or [100]))
-    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                      patience=patience, seed=seed, device=device)
+    cfg = TrainConfig(
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        weight_decay=weight_decay,
+        patience=patience,
+        seed=seed,
+        device=device,
+    )
     t0 = time.perf_counter()
-    res = train_dualr(graph_kg, train, valq, out_dir=out, model_config=mcfg, config=cfg, resume=resume,
-                      progress=progress)
-    return {"best": str(res.best_path), "val_hits1": res.best_hits1, "best_epoch": res.best_epoch,
-            "train_questions": len(train), "val_questions": len(valq),
-            "seconds": round(time.perf_counter() - t0, 1), "history": res.history}
+    res = train_dualr(
+        graph_kg, train, valq, out_dir=out, model_config=mcfg, config=cfg, resume=resume, progress=progress
+    )
+    return {
+        "best": str(res.best_path),
+        "val_hits1": res.best_hits1,
+        "best_epoch": res.best_epoch,
+        "train_questions": len(train),
+        "val_questions": len(valq),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "history": res.history,
+    }
 
 
-def load_training_questions(questions: str, val: str | None = None, *, hops: str = "1,2,3",
-                            limit: int | None = None, val_limit: int | None = None,
-                            seed: int = 0) -> tuple[list[Any], list[Any]]:
+def load_training_questions(
+    questions: str,
+    val: str | None = None,
+    *,
+    hops: str = "1,2,3",
+    limit: int | None = None,
+    val_limit: int | None = None,
+    seed: int = 0,
+) -> tuple[list[Any], list[Any]]:
     """Train and validation questions: ``"metaqa"`` = the seeded MetaQA dev split of each hop in ``hops``;
     otherwise a question file (80/20 seeded split unless ``val`` is given)."""
     if questions == "metaqa":

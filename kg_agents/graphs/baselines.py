@@ -97,8 +97,12 @@ def create_llm_only_graph(
         update = {"answers": answers, "paths": [], "trace": [{"node": "answer", "raw": str(msg.content)}]}
         return update | ({} if answers else {"errors": no_answer_error("answer", msg.content)})
 
-    g = StateGraph(ReasoningState, context_schema=LLMOnlyContext, input_schema=ReasoningInput,
-                   output_schema=ReasoningOutput)
+    g = StateGraph(
+        ReasoningState,
+        context_schema=LLMOnlyContext,
+        input_schema=ReasoningInput,
+        output_schema=ReasoningOutput,
+    )
     g.add_node("answer", answer)
     g.add_edge(START, "answer")
     g.add_edge("answer", END)
@@ -156,8 +160,14 @@ def create_graph_rag_graph(
         return {
             "triples": triples,
             "evidence": [t.to_text() for t in triples],
-            "trace": [{"node": "retrieve", "triples": len(triples), "fanout_truncated": truncated,
-                       "context_truncated": cut}],
+            "trace": [
+                {
+                    "node": "retrieve",
+                    "triples": len(triples),
+                    "fanout_truncated": truncated,
+                    "context_truncated": cut,
+                }
+            ],
         }
 
     @metered
@@ -165,9 +175,12 @@ def create_graph_rag_graph(
     def answer(state: GraphRAGState, runtime: Runtime[GraphRAGContext]) -> dict[str, Any]:
         ctx = runtime.context or GraphRAGContext()
         triples = state.get("triples") or []
-        knowledge = "\n".join(
-            f"{mkg.label(t.head)} {t.relation.replace('_', ' ')} {mkg.label(t.tail)}" for t in triples
-        ) or "(none)"
+        knowledge = (
+            "\n".join(
+                f"{mkg.label(t.head)} {t.relation.replace('_', ' ')} {mkg.label(t.tail)}" for t in triples
+            )
+            or "(none)"
+        )
         msg = invoke_llm(model, template.format_messages(question=state["question"], knowledge=knowledge))
         answers = parse_answers(str(msg.content))[: ctx.max_answers]
         # The supporting paths: 1-hop paths from a topic entity to an answer.
@@ -175,8 +188,11 @@ def create_graph_rag_graph(
         paths = []
         for t in triples:
             for start in starts:
-                if start in (t.head, t.tail) and t.other(start) not in starts and _named_in(
-                        mkg.label(t.other(start)), answers):
+                if (
+                    start in (t.head, t.tail)
+                    and t.other(start) not in starts
+                    and _named_in(mkg.label(t.other(start)), answers)
+                ):
                     paths.append(Path.from_triples(start, [t]))
         update = verified_paths_update(mkg, paths)
         update.update({"answers": answers})
@@ -188,8 +204,12 @@ def create_graph_rag_graph(
     def after_link(state: GraphRAGState) -> str:
         return "retrieve" if state.get("topic_entities") else "end"
 
-    g = StateGraph(GraphRAGState, context_schema=GraphRAGContext, input_schema=ReasoningInput,
-                   output_schema=ReasoningOutput)
+    g = StateGraph(
+        GraphRAGState,
+        context_schema=GraphRAGContext,
+        input_schema=ReasoningInput,
+        output_schema=ReasoningOutput,
+    )
     g.add_node("link_entities", make_link_entities_node(mkg, index))
     g.add_node("retrieve", retrieve)
     g.add_node("answer", answer)
@@ -258,8 +278,10 @@ class TripleTextIndex:
                 triples = [Triple(*line.rstrip("\n").split("\t")) for line in fh]
             return cls(faiss.read_index(str(fi)), triples)
         if not hasattr(kg, "iter_triples"):
-            raise ConfigError(f"text_rag scope='kg' needs a KG that lists its triples; {kg!r} does not "
-                              "(use scope='neighborhood')")
+            raise ConfigError(
+                f"text_rag scope='kg' needs a KG that lists its triples; {kg!r} does not "
+                "(use scope='neighborhood')"
+            )
         triples = list(kg.iter_triples())
         vecs = _encode(encoder, [verbalize(kg, t) for t in triples])
         index = faiss.IndexFlatIP(vecs.shape[1])
@@ -431,8 +453,11 @@ def create_text_rag_graph(
             if "kg_index" not in cache:
                 cache["kg_index"] = TripleTextIndex.open(mkg.inner, get_encoder(), index_dir)
             found: list[Triple] = cache["kg_index"].search(q, ctx.top_k)
-            return {"triples": found, "evidence": [verbalize(mkg, t) for t in found],
-                    "trace": [{"node": "retrieve", "scope": scope, "retrieved": len(found)}]}
+            return {
+                "triples": found,
+                "evidence": [verbalize(mkg, t) for t in found],
+                "trace": [{"node": "retrieve", "scope": scope, "retrieved": len(found)}],
+            }
         candidates, cut = _neighbourhood(mkg, ents, hops, fanout_limit, max_candidates)
         texts = [verbalize(mkg, t) for t in candidates]
         triples: list[Triple] = []
@@ -445,8 +470,15 @@ def create_text_rag_graph(
         return {
             "triples": triples,
             "evidence": [verbalize(mkg, t) for t in triples],
-            "trace": [{"node": "retrieve", "scope": scope, "candidates": len(candidates),
-                       "retrieved": len(triples), "candidates_truncated": cut}],
+            "trace": [
+                {
+                    "node": "retrieve",
+                    "scope": scope,
+                    "candidates": len(candidates),
+                    "retrieved": len(triples),
+                    "candidates_truncated": cut,
+                }
+            ],
         }
 
     @metered
@@ -473,8 +505,12 @@ def create_text_rag_graph(
             return "retrieve"
         return "retrieve" if state.get("topic_entities") else "end"
 
-    g = StateGraph(TextRAGState, context_schema=TextRAGContext, input_schema=ReasoningInput,
-                   output_schema=ReasoningOutput)
+    g = StateGraph(
+        TextRAGState,
+        context_schema=TextRAGContext,
+        input_schema=ReasoningInput,
+        output_schema=ReasoningOutput,
+    )
     g.add_node("link_entities", make_link_entities_node(mkg, index))
     g.add_node("retrieve", retrieve)
     g.add_node("answer", answer)

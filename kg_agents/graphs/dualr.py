@@ -120,21 +120,25 @@ def parse_choice(text: str, options: list[str]) -> tuple[int | None, list[str]]:
             rf"^\s*\(?({cls})\)?\s*[.:)\-]",
         ]
         for pat in patterns:
-            m = re.search(pat, text, re.IGNORECASE | re.MULTILINE) if "answer" in pat else re.search(
-                pat, text, re.MULTILINE)
+            m = (
+                re.search(pat, text, re.IGNORECASE | re.MULTILINE)
+                if "answer" in pat
+                else re.search(pat, text, re.MULTILINE)
+            )
             if m:
                 i = labels.index(m.group(1).upper())
                 # "B. 1998" where 1998 is option A's name: trust the content over the label.
-                after = text[m.end():].lstrip(" .:)").lower()
+                after = text[m.end() :].lstrip(" .:)").lower()
                 named = [j for j, o in enumerate(options) if o and after.startswith(o.lower())]
-                return (named[0] if named and named[0] != i and not after.startswith(options[i].lower())
-                        else i), []
+                return (
+                    named[0] if named and named[0] != i and not after.startswith(options[i].lower()) else i
+                ), []
     low = text.lower()
     found = sorted((low.find(o.lower()), -len(o), j) for j, o in enumerate(options) if o and o.lower() in low)
     if found:
         return found[0][2], []
     marks = list(re.finditer(r"\banswers?\s*(?:is|:)\s*", text, re.IGNORECASE))
-    return None, parse_answers(text[marks[-1].end():] if marks else text)
+    return None, parse_answers(text[marks[-1].end() :] if marks else text)
 
 
 def create_dualr_graph(
@@ -196,8 +200,9 @@ def create_dualr_graph(
             cache["enc"] = encoder if encoder is not None else get_text_encoder(model.config.encoder)
             dim = encoder_dim(cache["enc"])
             if dim != model.config.encoder_dim:
-                raise ConfigError(f"encoder gives {dim}-d vectors, the checkpoint expects "
-                                  f"{model.config.encoder_dim}")
+                raise ConfigError(
+                    f"encoder gives {dim}-d vectors, the checkpoint expects {model.config.encoder_dim}"
+                )
         return cache["enc"]
 
     def get_graph() -> ExplorationGraph:
@@ -228,22 +233,31 @@ def create_dualr_graph(
             with lock, torch.no_grad():
                 graph = get_graph()
                 before_trunc = graph.truncated
-                ex = model.explore(q, [state.get("topic_entities") or []], graph, top_k=ks,
-                                   layers=ctx.layers or default_layers)
+                ex = model.explore(
+                    q,
+                    [state.get("topic_entities") or []],
+                    graph,
+                    top_k=ks,
+                    layers=ctx.layers or default_layers,
+                )
                 top = ex.top_candidates(0, n)
                 cands = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
                 explored = ex.kept_edges(0)
                 truncated = graph.truncated - before_trunc
         except KGAgentsError as exc:
             return {"answers": [], "paths": [], **error_update("explore", exc)}
-        trace = {"node": "explore", "candidates": len(ex.entity),
-                 "before_pruning": [int(c[0]) for c in ex.before_pruning],
-                 "after_pruning": [int(c[0]) for c in ex.after_pruning],
-                 "fanout_truncated": truncated}
+        trace = {
+            "node": "explore",
+            "candidates": len(ex.entity),
+            "before_pruning": [int(c[0]) for c in ex.before_pruning],
+            "after_pruning": [int(c[0]) for c in ex.after_pruning],
+            "fanout_truncated": truncated,
+        }
         update: dict[str, Any] = {"candidates": cands, "explored": explored, "trace": [trace]}
         if not cands:
-            update.update(answers=[], paths=[],
-                          errors=["explore: no candidate reached from the topic entities"])
+            update.update(
+                answers=[], paths=[], errors=["explore: no candidate reached from the topic entities"]
+            )
         return update
 
     @metered
@@ -265,8 +279,10 @@ def create_dualr_graph(
         for label, c in zip(LABELS, state.get("candidates") or [], strict=False):
             facts = []
             if c["entity"] in chains:
-                facts = [(mkg.label(t.head), t.relation, mkg.label(t.tail))
-                         for t in Path.from_text(chains[c["entity"]]).triples]
+                facts = [
+                    (mkg.label(t.head), t.relation, mkg.label(t.tail))
+                    for t in Path.from_text(chains[c["entity"]]).triples
+                ]
             lines.append(format_option(label, mkg.label(c["entity"]), c["probability"], facts))
         return {"options": "\n".join(lines)}
 
@@ -283,8 +299,10 @@ def create_dualr_graph(
             answers = [mkg.label(e) for e in chosen]
             trace["mode"] = "gnn_only"
         else:
-            msg = invoke_llm(model_llm, template.format_messages(question=state["question"],
-                                                                 options=state.get("options") or ""))
+            msg = invoke_llm(
+                model_llm,
+                template.format_messages(question=state["question"], options=state.get("options") or ""),
+            )
             raw = str(msg.content)
             names = [mkg.label(c["entity"]) for c in cands]
             idx, free = parse_choice(raw, names)
@@ -300,8 +318,9 @@ def create_dualr_graph(
             update["errors"] = no_answer_error("determine_answer", trace.get("raw", ""))
         return update
 
-    g = StateGraph(DualRState, context_schema=DualRContext, input_schema=ReasoningInput,
-                   output_schema=ReasoningOutput)
+    g = StateGraph(
+        DualRState, context_schema=DualRContext, input_schema=ReasoningInput, output_schema=ReasoningOutput
+    )
     g.add_node("link_entities", make_link_entities_node(mkg, index))
     g.add_node("encode_question", encode_question)
     g.add_node("explore", explore)
@@ -309,16 +328,27 @@ def create_dualr_graph(
     g.add_node("build_prompt", build_prompt)
     g.add_node("determine_answer", determine_answer)
     g.add_edge(START, "link_entities")
-    g.add_conditional_edges("link_entities", end_on_error("encode_question", on_answers=True),
-                            {"encode_question": "encode_question", "end": END})
-    g.add_conditional_edges("encode_question", end_on_error("explore", on_answers=True),
-                            {"explore": "explore", "end": END})
-    g.add_conditional_edges("explore", end_on_error("backtrack", on_answers=True),
-                            {"backtrack": "backtrack", "end": END})
-    g.add_conditional_edges("backtrack", end_on_error("build_prompt", on_answers=True),
-                            {"build_prompt": "build_prompt", "end": END})
-    g.add_conditional_edges("build_prompt", end_on_error("determine_answer", on_answers=True),
-                            {"determine_answer": "determine_answer", "end": END})
+    g.add_conditional_edges(
+        "link_entities",
+        end_on_error("encode_question", on_answers=True),
+        {"encode_question": "encode_question", "end": END},
+    )
+    g.add_conditional_edges(
+        "encode_question", end_on_error("explore", on_answers=True), {"explore": "explore", "end": END}
+    )
+    g.add_conditional_edges(
+        "explore", end_on_error("backtrack", on_answers=True), {"backtrack": "backtrack", "end": END}
+    )
+    g.add_conditional_edges(
+        "backtrack",
+        end_on_error("build_prompt", on_answers=True),
+        {"build_prompt": "build_prompt", "end": END},
+    )
+    g.add_conditional_edges(
+        "build_prompt",
+        end_on_error("determine_answer", on_answers=True),
+        {"determine_answer": "determine_answer", "end": END},
+    )
     g.add_edge("determine_answer", END)
     return g.compile(checkpointer=checkpointer, name="dualr")
 

@@ -159,8 +159,10 @@ def create_gcr_graph(
     mkg = MeteredKG(kg)
     if adapter is not None:
         if decoder not in (None, "local"):
-            raise ConfigError("adapter= applies to the local decoder only; with decoder= a vLLM server or "
-                              "your own decoder, merge the adapter into the model it runs instead")
+            raise ConfigError(
+                "adapter= applies to the local decoder only; with decoder= a vLLM server or "
+                "your own decoder, merge the adapter into the model it runs instead"
+            )
         from kg_agents.graphs.gcr_train import load_gcr_decoder
 
         decoder = load_gcr_decoder(adapter)
@@ -182,8 +184,15 @@ def create_gcr_graph(
     if trie_cache is None:
         if tokenizer is None:
             raise ConfigError("the decoder has no .tokenizer; pass trie_cache= built with its tokenizer")
-        trie_cache = TrieCache(mkg, tokenizer, max_hops=max_hops, fanout_limit=fanout_limit,
-                               max_paths=max_paths, capacity=cache_size, directory=trie_dir)
+        trie_cache = TrieCache(
+            mkg,
+            tokenizer,
+            max_hops=max_hops,
+            fanout_limit=fanout_limit,
+            max_paths=max_paths,
+            capacity=cache_size,
+            directory=trie_dir,
+        )
     cache = trie_cache
     decode_template = as_prompt(decode_prompt, "gcr", f"decode_{prompt_style}")
     reason_template = as_prompt(reason_prompt, "gcr", "reason")
@@ -207,11 +216,22 @@ def create_gcr_graph(
             return {"trie_size": 0, "answers": [], "paths": [], **error_update("get_trie", exc)}
         after = cache.info()
         st = trie.stats
-        update: dict[str, Any] = {"trie_size": len(trie), "trace": [{
-            "node": "get_trie", "entities": list(ents), "max_hops": hops, "paths": len(trie),
-            "fanout_truncated": list(st.fanout_truncated), "path_limit_hit": st.path_limit_hit,
-            "built": after["misses"] - before["misses"], "from_disk": after["disk"] - before["disk"],
-            "memory_hits": after["hits"] - before["hits"]}]}
+        update: dict[str, Any] = {
+            "trie_size": len(trie),
+            "trace": [
+                {
+                    "node": "get_trie",
+                    "entities": list(ents),
+                    "max_hops": hops,
+                    "paths": len(trie),
+                    "fanout_truncated": list(st.fanout_truncated),
+                    "path_limit_hit": st.path_limit_hit,
+                    "built": after["misses"] - before["misses"],
+                    "from_disk": after["disk"] - before["disk"],
+                    "memory_hits": after["hits"] - before["hits"],
+                }
+            ],
+        }
         if len(trie) == 0:
             err = error_update("get_trie", f"no path of <= {hops} hops from {list(ents)}")
             update.update(answers=[], paths=[], errors=err["errors"], trace=update["trace"] + err["trace"])
@@ -228,13 +248,32 @@ def create_gcr_graph(
         except (KGAgentsError, ValueError) as exc:
             return {"decoded": [], "answers": [], "paths": [], **error_update("decode", exc)}
         stats = dict(getattr(decoder, "last_stats", {}) or {})
-        record_usage(llm_calls=1, input_tokens=int(stats.get("prompt_tokens", 0)),
-                     output_tokens=int(stats.get("output_tokens", 0)))
-        decoded = [{"path": d.path_text, "hypothesis": d.continuation, "score": d.score,
-                    "in_trie": bool(d.meta.get("in_trie", False))} for d in out]
-        return {"decoded": decoded, "trace": [{"node": "decode", "constrained": constrained,
-                                               "num_beams": ctx.num_beams, "decoded": len(decoded),
-                                               "seconds": stats.get("seconds")}]}
+        record_usage(
+            llm_calls=1,
+            input_tokens=int(stats.get("prompt_tokens", 0)),
+            output_tokens=int(stats.get("output_tokens", 0)),
+        )
+        decoded = [
+            {
+                "path": d.path_text,
+                "hypothesis": d.continuation,
+                "score": d.score,
+                "in_trie": bool(d.meta.get("in_trie", False)),
+            }
+            for d in out
+        ]
+        return {
+            "decoded": decoded,
+            "trace": [
+                {
+                    "node": "decode",
+                    "constrained": constrained,
+                    "num_beams": ctx.num_beams,
+                    "decoded": len(decoded),
+                    "seconds": stats.get("seconds"),
+                }
+            ],
+        }
 
     @metered
     def verify(state: GCRState) -> dict[str, Any]:
@@ -260,7 +299,9 @@ def create_gcr_graph(
         if general is None:
             answers = vote(decoded)[: ctx.max_answers]
             update: dict[str, Any] = {
-                "answers": answers, "trace": [{"node": "reason", "mode": "vote", "answers": answers}]}
+                "answers": answers,
+                "trace": [{"node": "reason", "mode": "vote", "answers": answers}],
+            }
             if not answers:
                 update["errors"] = ["reason: the decoded paths carry no answer to vote on"]
             return update
@@ -293,8 +334,9 @@ def create_gcr_graph(
             update.update(error_update("decode", "the decoder returned no complete reasoning path"))
         return update
 
-    g = StateGraph(GCRState, context_schema=GCRContext, input_schema=ReasoningInput,
-                   output_schema=ReasoningOutput)
+    g = StateGraph(
+        GCRState, context_schema=GCRContext, input_schema=ReasoningInput, output_schema=ReasoningOutput
+    )
     g.add_node("link_entities", make_link_entities_node(mkg, index))
     g.add_node("get_trie", get_trie)
     g.add_node("decode", decode)
@@ -304,8 +346,9 @@ def create_gcr_graph(
     g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"get_trie": "get_trie", "end": END})
     g.add_conditional_edges("get_trie", after_trie, {"decode": "decode", "end": END})
-    g.add_conditional_edges("decode", after_decode,
-                            {"verify_paths": "verify_paths", "end_empty": "end_empty"})
+    g.add_conditional_edges(
+        "decode", after_decode, {"verify_paths": "verify_paths", "end_empty": "end_empty"}
+    )
     g.add_edge("end_empty", END)
     g.add_edge("verify_paths", "reason")
     g.add_edge("reason", END)

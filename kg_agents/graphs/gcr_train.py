@@ -74,8 +74,14 @@ def gcr_training_examples(
         res = shortest_paths(kg, ents, golds, max_hops, max_paths=max_paths_per_question * 4)
         messages = template.format_messages(question=q.question, entities="\n".join(ents))
         for p in res.paths[:max_paths_per_question]:
-            out.append({"id": q.id, "messages": messages, "path": p.to_text(),
-                        "target": f"{format_path(p)}\n# Answer:\n{p.end}"})
+            out.append(
+                {
+                    "id": q.id,
+                    "messages": messages,
+                    "path": p.to_text(),
+                    "target": f"{format_path(p)}\n# Answer:\n{p.end}",
+                }
+            )
     return out
 
 
@@ -155,8 +161,9 @@ def train_gcr(
     torch.manual_seed(seed)
     kg = open_kg("metaqa")
     questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
-    examples = gcr_training_examples(kg, questions, max_hops=max_hops,
-                                     max_paths_per_question=max_paths_per_question)
+    examples = gcr_training_examples(
+        kg, questions, max_hops=max_hops, max_paths_per_question=max_paths_per_question
+    )
     if not examples:
         raise ConfigError("no training example: no question has a path to its answers")
     _, tok = load_local_model()
@@ -165,8 +172,13 @@ def train_gcr(
     rows = _encode(examples, decoder, max_len)
     if not rows:
         raise ConfigError(f"every example's prompt is longer than max_len={max_len}")
-    cfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=0.05, task_type="CAUSAL_LM",
-                     target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    cfg = LoraConfig(
+        r=lora_r,
+        lora_alpha=lora_alpha,
+        lora_dropout=0.05,
+        task_type="CAUSAL_LM",
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+    )
     peft_model = get_peft_model(model, cfg)
     peft_model.train()
     opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=lr)
@@ -199,19 +211,39 @@ def train_gcr(
             if log_every > 0 and len(losses) % log_every == 0:
                 window = losses[-log_every:]
                 curve.append([len(losses), sum(window) / len(window)])
-                print(f"gcr train: step {len(losses)}/{steps} loss {curve[-1][1]:.4f} "
-                      f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+                print(
+                    f"gcr train: step {len(losses)}/{steps} loss {curve[-1][1]:.4f} "
+                    f"({time.perf_counter() - t0:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     seconds = time.perf_counter() - t0
     target = FsPath(out)
     target.mkdir(parents=True, exist_ok=True)
     peft_model.save_pretrained(str(target))
     _portable_config(target / "adapter_config.json")
-    info = {"out": str(target), "examples": len(rows), "questions": len(questions), "hops": hop_list,
-            "steps": len(losses), "seconds": seconds, "first_loss": losses[0] if losses else None,
-            "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
-            "lr": lr, "epochs": epochs, "lora_r": lora_r, "lora_alpha": lora_alpha, "batch_size": batch_size,
-            "max_hops": max_hops, "max_paths_per_question": max_paths_per_question, "max_len": max_len,
-            "seed": seed, "split": "train", "base_model": BASE_MODEL, "loss_curve": curve}
+    info = {
+        "out": str(target),
+        "examples": len(rows),
+        "questions": len(questions),
+        "hops": hop_list,
+        "steps": len(losses),
+        "seconds": seconds,
+        "first_loss": losses[0] if losses else None,
+        "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None,
+        "lr": lr,
+        "epochs": epochs,
+        "lora_r": lora_r,
+        "lora_alpha": lora_alpha,
+        "batch_size": batch_size,
+        "max_hops": max_hops,
+        "max_paths_per_question": max_paths_per_question,
+        "max_len": max_len,
+        "seed": seed,
+        "split": "train",
+        "base_model": BASE_MODEL,
+        "loss_curve": curve,
+    }
     (target / "gcr_train.json").write_text(json.dumps(info, indent=1))
     return info
 
@@ -240,8 +272,10 @@ def resolve_adapter(adapter: str | FsPath) -> FsPath:
     path = BUNDLED_ADAPTER if str(adapter) == "bundled" else FsPath(adapter).expanduser()
     if not (path / "adapter_config.json").is_file():
         what = "the bundled GCR adapter" if str(adapter) == "bundled" else "a GCR adapter"
-        raise ConfigError(f"{path} is not {what} (no adapter_config.json there); "
-                          "train one with `kg-agents train gcr --set out=DIR` and pass adapter=DIR")
+        raise ConfigError(
+            f"{path} is not {what} (no adapter_config.json there); "
+            "train one with `kg-agents train gcr --set out=DIR` and pass adapter=DIR"
+        )
     return path
 
 

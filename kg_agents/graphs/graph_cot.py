@@ -160,11 +160,10 @@ def _settings(defaults: dict[str, Any], ctx: GraphCoTContext | None) -> dict[str
 
 # --------------------------------------------------------------------------- parsing
 _ACTION_NAMES = ("RetrieveNode", "NodeFeature", "NeighborCheck", "NeighbourCheck", "NodeDegree", "Finish")
-_ACTION_RE = re.compile(
-    r"\b(" + "|".join(_ACTION_NAMES) + r")\s*[\[\(]([^\]\)\n]*)[\]\)]", re.IGNORECASE
+_ACTION_RE = re.compile(r"\b(" + "|".join(_ACTION_NAMES) + r")\s*[\[\(]([^\]\)\n]*)[\]\)]", re.IGNORECASE)
+_LABEL_RE = re.compile(
+    r"^\s*(?:\*\*)?\s*(thought|action)\s*\d*\s*(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE
 )
-_LABEL_RE = re.compile(r"^\s*(?:\*\*)?\s*(thought|action)\s*\d*\s*(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*",
-                       re.IGNORECASE)
 
 
 @dataclass
@@ -213,7 +212,7 @@ def parse_action(text: str, *, max_actions: int = 3) -> ParsedAction:
     thought = " ".join(_LABEL_RE.sub("", line).strip() for line in text[:stop].splitlines()).strip()
     if not matches:
         if first_action:
-            line = text[first_action.start():].splitlines()[0].strip()
+            line = text[first_action.start() :].splitlines()[0].strip()
             return ParsedAction(thought, [], error=f"Invalid action {line!r}.")
         return ParsedAction(thought, [], error="No action found.")
     name0 = matches[0].group(1)
@@ -221,8 +220,11 @@ def parse_action(text: str, *, max_actions: int = 3) -> ParsedAction:
         raw = matches[0].group(2)
         answers = [a.strip().strip("'\"") for a in re.split(r"\s*\|\s*|\s*;\s*", raw) if a.strip()]
         return ParsedAction(thought, [], finish=answers)
-    actions = [(m.group(1), _split_args(m.group(1), m.group(2))) for m in matches
-               if m.group(1).casefold() != "finish"][:max_actions]
+    actions = [
+        (m.group(1), _split_args(m.group(1), m.group(2)))
+        for m in matches
+        if m.group(1).casefold() != "finish"
+    ][:max_actions]
     return ParsedAction(thought, actions)
 
 
@@ -319,8 +321,10 @@ def _render_agent_steps(steps: Sequence[dict[str, Any]]) -> str:
 
 def _graph_definition(kg: KnowledgeGraph, max_relations: int = 40) -> str:
     rels = list(kg.all_relations())[:max_relations]
-    return ("nodes are entities (movies, people, genres, years, ...) identified by their names; "
-            f"relations: {', '.join(rels)}; write ~relation to follow a relation backwards")
+    return (
+        "nodes are entities (movies, people, genres, years, ...) identified by their names; "
+        f"relations: {', '.join(rels)}; write ~relation to follow a relation backwards"
+    )
 
 
 def _triple_text(kg: Any, t: Triple) -> str:
@@ -339,8 +343,15 @@ class _Method:
 
     name = "method"
 
-    def __init__(self, model: Any, mkg: MeteredKG, box: KGToolbox, prompts: dict[str, Any],
-                 max_context_triples: int, temperature: float | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        mkg: MeteredKG,
+        box: KGToolbox,
+        prompts: dict[str, Any],
+        max_context_triples: int,
+        temperature: float | None = None,
+    ) -> None:
         self.model = model
         self.temperature = temperature
         self.kg = mkg
@@ -361,14 +372,15 @@ class _Method:
             return {"temperature": self.temperature}
         return {}
 
-    def ground(self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
-               ) -> dict[str, Any]:
+    def ground(
+        self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
         """Turn the LLM's output into the child's new step; returns updated branch fields."""
         raise NotImplementedError
 
     def triples_text(self, branch: dict[str, Any]) -> str:
         triples = branch.get("triples") or []
-        triples = triples[-self.max_context_triples:]
+        triples = triples[-self.max_context_triples :]
         return "\n".join(_triple_text(self.kg, t) for t in triples) or "(none)"
 
 
@@ -377,8 +389,9 @@ class _AgentMethod(_Method):
 
     def __init__(self, *args: Any, action_mode: str, max_actions: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.tools = {t.name: t for t in kg_toolkit(self.kg, self.box.index,
-                                                    max_neighbors=self.box.max_neighbors)}
+        self.tools = {
+            t.name: t for t in kg_toolkit(self.kg, self.box.index, max_neighbors=self.box.max_neighbors)
+        }
         self.bound = None
         self.max_actions = max_actions
         if action_mode not in ("auto", "tools", "text"):
@@ -388,16 +401,21 @@ class _AgentMethod(_Method):
                 self.bound = self.model.bind_tools([*self.tools.values(), Finish])
             except NotImplementedError as exc:
                 if action_mode == "tools":
-                    raise ConfigError(f"the chat model {type(self.model).__name__} does not support tool "
-                                      "calling; use action_mode='text'") from exc
+                    raise ConfigError(
+                        f"the chat model {type(self.model).__name__} does not support tool "
+                        "calling; use action_mode='text'"
+                    ) from exc
         self.mode = "tools" if self.bound is not None else "text"
 
     def chain_text(self, branch: dict[str, Any]) -> str:
         return _render_agent_steps(branch.get("steps") or [])
 
     def _messages(self, branch: dict[str, Any], question: str) -> list[BaseMessage]:
-        msgs = list(self.prompts["agent_tools"].format_messages(
-            graph_definition=self.graph_definition, question=question))
+        msgs = list(
+            self.prompts["agent_tools"].format_messages(
+                graph_definition=self.graph_definition, question=question
+            )
+        )
         for st in branch.get("steps") or []:
             calls = st.get("tool_calls") or []
             if calls:
@@ -416,8 +434,11 @@ class _AgentMethod(_Method):
         steps = branch.get("steps") or []
         scratch = _render_agent_steps(steps)
         msgs = self.prompts["agent_step"].format_messages(
-            graph_definition=self.graph_definition, question=question,
-            scratchpad=(scratch + "\n") if scratch else "", step=len(steps) + 1)
+            graph_definition=self.graph_definition,
+            question=question,
+            scratchpad=(scratch + "\n") if scratch else "",
+            step=len(steps) + 1,
+        )
         return invoke_llm(self.model, msgs, stop=["\nObservation"], **self.sampling(settings))
 
     def _run_action(self, name: str, args: list[str]) -> tuple[str, list[Triple], list[str]]:
@@ -433,8 +454,9 @@ class _AgentMethod(_Method):
             found = self.box.lookup(args[0]) if args else []
         return obs, triples, found
 
-    def ground(self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
-               ) -> dict[str, Any]:
+    def ground(
+        self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
         msg = output if isinstance(output, BaseMessage) else AIMessage(content=str(output))
         text = str(msg.content or "")
         calls = list(getattr(msg, "tool_calls", None) or [])
@@ -444,14 +466,18 @@ class _AgentMethod(_Method):
             step: dict[str, Any] = {"thought": text.strip(), "tool_calls": [], "observations": []}
             answers = None
             for i, call in enumerate(calls[: self.max_actions]):
-                call = {"name": call.get("name", ""), "args": dict(call.get("args") or {}),
-                        "id": call.get("id") or f"call_{len(branch.get('steps') or [])}_{i}",
-                        "type": "tool_call"}
+                call = {
+                    "name": call.get("name", ""),
+                    "args": dict(call.get("args") or {}),
+                    "id": call.get("id") or f"call_{len(branch.get('steps') or [])}_{i}",
+                    "type": "tool_call",
+                }
                 args = call["args"]
                 if call["name"] == "Finish":
                     raw = args.get("answers")
-                    answers = ([str(a) for a in raw] if isinstance(raw, list)
-                               else parse_answers(str(raw or "")))
+                    answers = (
+                        [str(a) for a in raw] if isinstance(raw, list) else parse_answers(str(raw or ""))
+                    )
                     obs = "Finished."
                 elif call["name"] in self.tools:
                     schema = self.tools[call["name"]].args_schema
@@ -466,7 +492,7 @@ class _AgentMethod(_Method):
                     triples += t_
                     starts += f_
                 else:
-                    obs = (f"Unknown tool {call['name']!r}. Valid tools: {', '.join(self.tools)}, Finish.")
+                    obs = f"Unknown tool {call['name']!r}. Valid tools: {', '.join(self.tools)}, Finish."
                 step["tool_calls"].append(call)
                 step["observations"].append(obs)
             step["action"] = "; ".join(f"{c['name']}{list(c['args'].values())}" for c in step["tool_calls"])
@@ -484,10 +510,12 @@ class _AgentMethod(_Method):
                 step["action"] = f"Finish[{' | '.join(answers)}]"
                 return {"step": step, "triples": [], "starts": [], "answers": answers}
             step["action"] = None
-            step["observation"] = (parsed.error + " Write 'Action: ' followed by one of "
-                                   "RetrieveNode[keyword], "
-                                   "NodeFeature[node, feature], NeighborCheck[node, neighbor_type], "
-                                   "NodeDegree[node, neighbor_type], Finish[answer].")
+            step["observation"] = (
+                parsed.error + " Write 'Action: ' followed by one of "
+                "RetrieveNode[keyword], "
+                "NodeFeature[node, feature], NeighborCheck[node, neighbor_type], "
+                "NodeDegree[node, neighbor_type], Finish[answer]."
+            )
             return {"step": step, "triples": [], "starts": [], "answers": None, "malformed": True}
         observations = []
         for name, args in parsed.actions:
@@ -503,8 +531,15 @@ class _AgentMethod(_Method):
 class _ExploreMethod(_Method):
     name = "graph_explore"
 
-    def __init__(self, *args: Any, max_entities: int, max_relations: int, fanout_limit: int,
-                 keep_entities: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        max_entities: int,
+        max_relations: int,
+        fanout_limit: int,
+        keep_entities: int,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.max_entities = max_entities
         self.max_relations = max_relations
@@ -522,12 +557,17 @@ class _ExploreMethod(_Method):
 
     def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
         msgs = self.prompts["explore_thought"].format_messages(
-            graph_definition=self.graph_definition, question=question, triples=self.triples_text(branch),
-            thoughts=self._thoughts(branch), attributes="; ".join(branch.get("attributes") or []) or "(none)")
+            graph_definition=self.graph_definition,
+            question=question,
+            triples=self.triples_text(branch),
+            thoughts=self._thoughts(branch),
+            attributes="; ".join(branch.get("attributes") or []) or "(none)",
+        )
         return invoke_llm(self.model, msgs, **self.sampling(settings))
 
-    def ground(self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
-               ) -> dict[str, Any]:
+    def ground(
+        self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
         text = str(getattr(output, "content", output) or "").strip()
         parsed = parse_action(text)
         thought = re.split(r"(?i)\b(?:action\s*\d*\s*:\s*)?finish\s*[\[\(]", text)[0].strip()
@@ -551,12 +591,25 @@ class _ExploreMethod(_Method):
         found, new_seen, search_trace = self._search(question, thought, seen, visited, branch, settings)
         trace["search"] = search_trace
         step["observation"] = "; ".join(_triple_text(self.kg, t) for t in found) or "no new triples"
-        return {"step": step, "triples": found, "starts": linked, "answers": None,
-                "seen": new_seen, "visited": visited, "trace": trace}
+        return {
+            "step": step,
+            "triples": found,
+            "starts": linked,
+            "answers": None,
+            "seen": new_seen,
+            "visited": visited,
+            "trace": trace,
+        }
 
-    def _search(self, question: str, thought: str, seen: list[str], visited: list[str],
-                branch: dict[str, Any], settings: dict[str, Any]
-                ) -> tuple[list[Triple], list[str], list[dict[str, Any]]]:
+    def _search(
+        self,
+        question: str,
+        thought: str,
+        seen: list[str],
+        visited: list[str],
+        branch: dict[str, Any],
+        settings: dict[str, Any],
+    ) -> tuple[list[Triple], list[str], list[dict[str, Any]]]:
         """Algorithm 1: ``search_depth`` BFS levels of relation then entity pruning, End? after each."""
         found: list[Triple] = []
         trace: list[dict[str, Any]] = []
@@ -570,22 +623,32 @@ class _ExploreMethod(_Method):
                 rels = self.box.neighbor_types(ent)
                 if not rels:
                     continue
-                msg = invoke_llm(self.model, self.prompts["explore_prune_relations"].format_messages(
-                    question=question, entity=self.box._label(ent), relations=", ".join(rels)))
+                msg = invoke_llm(
+                    self.model,
+                    self.prompts["explore_prune_relations"].format_messages(
+                        question=question, entity=self.box._label(ent), relations=", ".join(rels)
+                    ),
+                )
                 chosen = _match_relations(parse_bracket_list(str(msg.content)), rels)[: self.max_relations]
                 rec["relations"][ent] = chosen
                 for rel in chosen:
                     inverse = rel.startswith(INVERSE_PREFIX)
-                    base = rel[len(INVERSE_PREFIX):] if inverse else rel
+                    base = rel[len(INVERSE_PREFIX) :] if inverse else rel
                     tl = self.kg.neighbors(ent, base, "in" if inverse else "out", limit=self.fanout_limit)
                     if tl.truncated:
                         rec["truncated"].append(f"{ent} {rel}")
                     tails = list(tl)
                     if len(tails) > 1:
                         labels = [self.box._label(t.other(ent)) for t in tails]
-                        msg = invoke_llm(self.model, self.prompts["explore_prune_entities"].format_messages(
-                            question=question, head_entity=self.box._label(ent), relation=rel,
-                            tail_entities=", ".join(labels)))
+                        msg = invoke_llm(
+                            self.model,
+                            self.prompts["explore_prune_entities"].format_messages(
+                                question=question,
+                                head_entity=self.box._label(ent),
+                                relation=rel,
+                                tail_entities=", ".join(labels),
+                            ),
+                        )
                         wanted = {w.casefold() for w in parse_bracket_list(str(msg.content))}
                         kept = [t for t, lab in zip(tails, labels, strict=True) if lab.casefold() in wanted]
                         if not kept:  # nothing usable selected: keep a bounded prefix, say so
@@ -598,11 +661,16 @@ class _ExploreMethod(_Method):
                         if other not in seen:
                             seen.append(other)
             trace.append(rec)
-            triples = [*(branch.get("triples") or []), *found][-self.max_context_triples:]
-            msg = invoke_llm(self.model, self.prompts["explore_end"].format_messages(
-                question=question, thoughts=thought,
-                triples="\n".join(_triple_text(self.kg, t) for t in triples) or "(none)",
-                attributes="(none)"))
+            triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
+            msg = invoke_llm(
+                self.model,
+                self.prompts["explore_end"].format_messages(
+                    question=question,
+                    thoughts=thought,
+                    triples="\n".join(_triple_text(self.kg, t) for t in triples) or "(none)",
+                    attributes="(none)",
+                ),
+            )
             rec["end"] = bool(re.match(r"\W*yes", str(msg.content), re.IGNORECASE))
             if rec["end"]:
                 break
@@ -622,8 +690,9 @@ def _match_relations(names: list[str], rels: list[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- paths
-def _paths_to_answers(kg: Any, box: KGToolbox, branch: dict[str, Any], answers: Sequence[str],
-                      max_hops: int = 4) -> list[Path]:
+def _paths_to_answers(
+    kg: Any, box: KGToolbox, branch: dict[str, Any], answers: Sequence[str], max_hops: int = 4
+) -> list[Path]:
     """Shortest paths, through the triples the chain saw, from its start entities to the answers."""
     triples = list(dict.fromkeys(branch.get("triples") or []))
     if not triples:
@@ -664,8 +733,16 @@ def _paths_to_answers(kg: Any, box: KGToolbox, branch: dict[str, Any], answers: 
 
 
 # --------------------------------------------------------------------------- the graph
-def _child(parent: dict[str, Any], cid: str, parents: list[str], group: str, order: tuple[int, int],
-           grounded: dict[str, Any], steps: list[dict[str, Any]], triples: list[Triple]) -> dict[str, Any]:
+def _child(
+    parent: dict[str, Any],
+    cid: str,
+    parents: list[str],
+    group: str,
+    order: tuple[int, int],
+    grounded: dict[str, Any],
+    steps: list[dict[str, Any]],
+    triples: list[Triple],
+) -> dict[str, Any]:
     answers = grounded.get("answers")
     return {
         "id": cid,
@@ -697,8 +774,14 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         except ConfigError as exc:
             return {"answers": [], "paths": [], "frontier": [], "level": 0, **error_update("prepare", exc)}
         if not question:
-            return {"answers": [], "paths": [], "frontier": [], "level": 0, "settings": settings,
-                    **error_update("prepare", "empty question")}
+            return {
+                "answers": [],
+                "paths": [],
+                "frontier": [],
+                "level": 0,
+                "settings": settings,
+                **error_update("prepare", "empty question"),
+            }
         given = state.get("topic_entities") or []
         errors: list[str] = []
         ids: list[str] = []
@@ -711,29 +794,64 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
                 for m in re.findall(r"\[([^\[\]]+)\]", question):  # MetaQA marks the topic entity [so]
                     ids.extend(box.lookup(m)[:1])
         except KGError as exc:  # the KG failed (e.g. its endpoint): the question ends here
-            return {"answers": [], "paths": [], "frontier": [], "level": 0, "settings": settings,
-                    **error_update("prepare", exc)}
+            return {
+                "answers": [],
+                "paths": [],
+                "frontier": [],
+                "level": 0,
+                "settings": settings,
+                **error_update("prepare", exc),
+            }
         if not given and not ids and index is not None and hasattr(index, "topic_entities"):
             try:
                 ids = list(index.topic_entities(question))
             except KGAgentsError as exc:
                 errors.append(f"prepare: {type(exc).__name__}: {exc}")
-        root = {"id": _ROOT, "parents": [], "group": "", "order": [0, 0], "level": 0, "steps": [],
-                "triples": [], "starts": ids, "seen": list(ids), "visited": [], "attributes": [],
-                "answers": None, "done": False}
-        return {"topic_entities": ids, "settings": settings, "frontier": [root], "level": 0,
-                "errors": errors, "trace": [{"node": "prepare", "topic_entities": ids, "strategy":
-                                             settings["strategy"], "evaluator": settings["evaluator"],
-                                             "mode": getattr(method, "mode", None)}]}
+        root = {
+            "id": _ROOT,
+            "parents": [],
+            "group": "",
+            "order": [0, 0],
+            "level": 0,
+            "steps": [],
+            "triples": [],
+            "starts": ids,
+            "seen": list(ids),
+            "visited": [],
+            "attributes": [],
+            "answers": None,
+            "done": False,
+        }
+        return {
+            "topic_entities": ids,
+            "settings": settings,
+            "frontier": [root],
+            "level": 0,
+            "errors": errors,
+            "trace": [
+                {
+                    "node": "prepare",
+                    "topic_entities": ids,
+                    "strategy": settings["strategy"],
+                    "evaluator": settings["evaluator"],
+                    "mode": getattr(method, "mode", None),
+                }
+            ],
+        }
 
     def route_expand(state: GraphCoTState) -> Any:
         settings = state.get("settings")
         frontier = [b for b in state.get("frontier") or [] if not b.get("done")]
         if not settings or not frontier or state.get("level", 0) >= settings["levels"]:
             return "answer"
-        return [Send("expand", {"question": state["question"], "settings": settings, "parent": b,
-                                "pos": pos, "j": j})
-                for pos, b in enumerate(frontier) for j in range(settings["k_eff"])]
+        return [
+            Send(
+                "expand",
+                {"question": state["question"], "settings": settings, "parent": b, "pos": pos, "j": j},
+            )
+            for pos, b in enumerate(frontier)
+            for j in range(settings["k_eff"])
+        ]
 
     @metered
     def expand(payload: dict[str, Any]) -> dict[str, Any]:
@@ -744,10 +862,23 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
             grounded = method.ground(parent, out, question, settings)
         except KGAgentsError as exc:
             return error_update("expand", exc)
-        child = _child(parent, cid, [parent["id"]], parent["id"], (payload["pos"], payload["j"]), grounded,
-                       parent.get("steps") or [], parent.get("triples") or [])
-        rec = {"node": "expand", "id": cid, "thought": grounded["step"].get("thought", ""),
-               "action": grounded["step"].get("action"), "done": child["done"]}
+        child = _child(
+            parent,
+            cid,
+            [parent["id"]],
+            parent["id"],
+            (payload["pos"], payload["j"]),
+            grounded,
+            parent.get("steps") or [],
+            parent.get("triples") or [],
+        )
+        rec = {
+            "node": "expand",
+            "id": cid,
+            "thought": grounded["step"].get("thought", ""),
+            "action": grounded["step"].get("action"),
+            "done": child["done"],
+        }
         if grounded.get("malformed"):
             rec["malformed"] = True
         if grounded.get("trace"):
@@ -757,8 +888,9 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
     def _level_candidates(state: GraphCoTState) -> dict[str, list[dict[str, Any]]]:
         lvl = state.get("level", 0) + 1
         groups: dict[str, list[dict[str, Any]]] = {}
-        for c in sorted((c for c in state.get("candidates") or [] if c["level"] == lvl),
-                        key=lambda c: tuple(c["order"])):
+        for c in sorted(
+            (c for c in state.get("candidates") or [] if c["level"] == lvl), key=lambda c: tuple(c["order"])
+        ):
             groups.setdefault(c["group"], []).append(c)
         return groups
 
@@ -772,8 +904,19 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
             for group, cands in _level_candidates(state).items():
                 firsts = [c for c in cands if len(c["parents"]) == 1 and not c["done"]]
                 for m, i in enumerate(range(0, len(firsts) - 1, 2)):
-                    sends.append(Send("merge", {"question": state["question"], "settings": settings,
-                                                "a": firsts[i], "b": firsts[i + 1], "m": m, "group": group}))
+                    sends.append(
+                        Send(
+                            "merge",
+                            {
+                                "question": state["question"],
+                                "settings": settings,
+                                "a": firsts[i],
+                                "b": firsts[i + 1],
+                                "m": m,
+                                "group": group,
+                            },
+                        )
+                    )
             if sends:
                 return sends
         return route_evaluate(state)
@@ -783,27 +926,52 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         a, b, question, settings = payload["a"], payload["b"], payload["question"], payload["settings"]
         a_steps = a.get("steps") or []
         merged_steps = a_steps + [s for s in b.get("steps") or [] if s not in a_steps]
-        base = {**a, "steps": merged_steps,
-                "triples": list(dict.fromkeys([*(a.get("triples") or []), *(b.get("triples") or [])])),
-                "starts": list(dict.fromkeys([*(a.get("starts") or []), *(b.get("starts") or [])])),
-                "seen": list(dict.fromkeys([*(a.get("seen") or []), *(b.get("seen") or [])])),
-                "visited": list(dict.fromkeys([*(a.get("visited") or []), *(b.get("visited") or [])])),
-                "level": a["level"] - 1}
+        base = {
+            **a,
+            "steps": merged_steps,
+            "triples": list(dict.fromkeys([*(a.get("triples") or []), *(b.get("triples") or [])])),
+            "starts": list(dict.fromkeys([*(a.get("starts") or []), *(b.get("starts") or [])])),
+            "seen": list(dict.fromkeys([*(a.get("seen") or []), *(b.get("seen") or [])])),
+            "visited": list(dict.fromkeys([*(a.get("visited") or []), *(b.get("visited") or [])])),
+            "level": a["level"] - 1,
+        }
         cid = f"{a['id']}+{b['id']}"
         try:
-            msg = invoke_llm(method.model, method.prompts["merge"].format_messages(
-                question=question, chain_1=method.chain_text(a), chain_2=method.chain_text(b),
-                merged_chain=method.chain_text({**base, "steps": merged_steps})))
+            msg = invoke_llm(
+                method.model,
+                method.prompts["merge"].format_messages(
+                    question=question,
+                    chain_1=method.chain_text(a),
+                    chain_2=method.chain_text(b),
+                    merged_chain=method.chain_text({**base, "steps": merged_steps}),
+                ),
+            )
             grounded = method.ground(base, msg, question, settings)
         except KGAgentsError as exc:
             return error_update("merge", exc)
         grounded["step"]["merged_from"] = [a["id"], b["id"]]
-        child = _child(base, cid, [a["id"], b["id"]], payload["group"],
-                       (a["order"][0], settings["k_eff"] + payload["m"]), grounded, merged_steps,
-                       base["triples"])
-        return {"candidates": [child], "trace": [{"node": "merge", "id": cid, "parents": [a["id"], b["id"]],
-                                                  "thought": grounded["step"].get("thought", ""),
-                                                  "done": child["done"]}]}
+        child = _child(
+            base,
+            cid,
+            [a["id"], b["id"]],
+            payload["group"],
+            (a["order"][0], settings["k_eff"] + payload["m"]),
+            grounded,
+            merged_steps,
+            base["triples"],
+        )
+        return {
+            "candidates": [child],
+            "trace": [
+                {
+                    "node": "merge",
+                    "id": cid,
+                    "parents": [a["id"], b["id"]],
+                    "thought": grounded["step"].get("thought", ""),
+                    "done": child["done"],
+                }
+            ],
+        }
 
     def collect_merged(state: GraphCoTState) -> dict[str, Any]:
         return {}
@@ -824,8 +992,12 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
     def score(payload: dict[str, Any]) -> dict[str, Any]:
         cand = payload["cand"]
         try:
-            msg = invoke_llm(method.model, method.prompts["score_vote"].format_messages(
-                question=payload["question"], thoughts=method.chain_text(cand)))
+            msg = invoke_llm(
+                method.model,
+                method.prompts["score_vote"].format_messages(
+                    question=payload["question"], thoughts=method.chain_text(cand)
+                ),
+            )
         except KGAgentsError as exc:  # the state keeps score 0 and the run goes on
             return {"scores": {cand["id"]: 0.0}, **error_update("score", exc)}
         value = parse_score(str(msg.content))
@@ -839,16 +1011,19 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         cands = payload["cands"]
         choices = "\n\n".join(f"Choice {i}:\n{method.chain_text(c)}" for i, c in enumerate(cands, 1))
         try:
-            msg = invoke_llm(method.model, method.prompts["select_vote"].format_messages(
-                question=payload["question"], choices=choices))
+            msg = invoke_llm(
+                method.model,
+                method.prompts["select_vote"].format_messages(question=payload["question"], choices=choices),
+            )
         except KGAgentsError as exc:  # generation order is kept and the run goes on
             return error_update("vote", exc)
         ranked = parse_selection(str(msg.content), len(cands))
         order = [cands[i - 1]["id"] for i in ranked]
         order += [c["id"] for c in cands if c["id"] not in order]
-        return {"votes": {payload["group"]: order},
-                "trace": [{"node": "vote", "group": payload["group"], "ranking": order,
-                           "parsed": bool(ranked)}]}
+        return {
+            "votes": {payload["group"]: order},
+            "trace": [{"node": "vote", "group": payload["group"], "ranking": order, "parsed": bool(ranked)}],
+        }
 
     def select(state: GraphCoTState) -> dict[str, Any]:
         settings = state["settings"]
@@ -869,8 +1044,12 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
                 kept_ids.append(c["id"])
                 (finished if c["done"] else frontier).append(c)
         level = state.get("level", 0) + 1
-        return {"frontier": frontier, "finished": finished, "level": level,
-                "trace": [{"node": "select", "level": level, "kept": kept_ids}]}
+        return {
+            "frontier": frontier,
+            "finished": finished,
+            "level": level,
+            "trace": [{"node": "select", "level": level, "kept": kept_ids}],
+        }
 
     @metered
     @guarded("answer")
@@ -895,8 +1074,12 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
                 chain = method.chain_text(best) or "(none)"
                 how = "budget spent: final answer from the best chain"
                 try:
-                    msg = invoke_llm(method.model, method.prompts["final_answer"].format_messages(
-                        question=state["question"], chain=chain))
+                    msg = invoke_llm(
+                        method.model,
+                        method.prompts["final_answer"].format_messages(
+                            question=state["question"], chain=chain
+                        ),
+                    )
                     answers = parse_answers(str(msg.content))
                 except KGAgentsError as exc:
                     failed = error_update("answer", exc)
@@ -905,15 +1088,26 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         paths = _paths_to_answers(kg, box, best, answers) if best else []
         update = verified_paths_update(kg, paths)
         evidence = [_triple_text(kg, t) for t in (best.get("triples") or [])] if best else []
-        update["trace"] = [{"node": "answer", "best": best["id"] if best else None, "how": how,
-                            "levels": state.get("level", 0)}, *update["trace"]]
+        update["trace"] = [
+            {
+                "node": "answer",
+                "best": best["id"] if best else None,
+                "how": how,
+                "levels": state.get("level", 0),
+            },
+            *update["trace"],
+        ]
         update.update(answers=answers, evidence=evidence[:100])
         if not answers:
             update["errors"] = [f"answer: no answer ({how})"]
         return update
 
-    g = StateGraph(GraphCoTState, context_schema=GraphCoTContext, input_schema=ReasoningInput,
-                   output_schema=ReasoningOutput)
+    g = StateGraph(
+        GraphCoTState,
+        context_schema=GraphCoTContext,
+        input_schema=ReasoningInput,
+        output_schema=ReasoningOutput,
+    )
     g.add_node("prepare", prepare)
     g.add_node("expand", expand)
     g.add_node("collect", collect)
@@ -937,10 +1131,18 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
     return compiled.with_config(recursion_limit=8 * MAX_LEVELS + 20)
 
 
-def _defaults(strategy: str, evaluator: str, k: int, t: int, depth: int, max_steps: int,
-              search_depth: int) -> dict[str, Any]:
-    defaults = {"strategy": strategy, "evaluator": evaluator, "k": k, "t": t, "depth": depth,
-                "max_steps": max_steps, "search_depth": search_depth}
+def _defaults(
+    strategy: str, evaluator: str, k: int, t: int, depth: int, max_steps: int, search_depth: int
+) -> dict[str, Any]:
+    defaults = {
+        "strategy": strategy,
+        "evaluator": evaluator,
+        "k": k,
+        "t": t,
+        "depth": depth,
+        "max_steps": max_steps,
+        "search_depth": search_depth,
+    }
     _settings(defaults, None)  # validate now: a bad option is a ConfigError at build time
     return defaults
 
@@ -1010,8 +1212,16 @@ def create_graph_agent_graph(
     mkg = MeteredKG(kg)
     box = KGToolbox(mkg, index, max_neighbors=max_neighbors)
     templates = _prompts(prompts, ("agent_step", "agent_tools", *_COMMON))
-    method = _AgentMethod(default_llm(llm), mkg, box, templates, max_context_triples, temperature,
-                          action_mode=action_mode, max_actions=max_actions)
+    method = _AgentMethod(
+        default_llm(llm),
+        mkg,
+        box,
+        templates,
+        max_context_triples,
+        temperature,
+        action_mode=action_mode,
+        max_actions=max_actions,
+    )
     return _build_graph(method, defaults, index=index, checkpointer=checkpointer)
 
 
@@ -1065,23 +1275,42 @@ def create_graph_explore_graph(
         >>> g.invoke({"question": "who directed [Splash]"})["paths"]                          # doctest: +SKIP
     """
     defaults = _defaults(strategy, evaluator, k, t, depth, max_steps, search_depth)
-    for key, v in (("max_entities", max_entities), ("max_relations", max_relations),
-                   ("keep_entities", keep_entities), ("fanout_limit", fanout_limit)):
+    for key, v in (
+        ("max_entities", max_entities),
+        ("max_relations", max_relations),
+        ("keep_entities", keep_entities),
+        ("fanout_limit", fanout_limit),
+    ):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
     mkg = MeteredKG(kg)
     box = KGToolbox(mkg, index)
-    names = ("explore_thought", "explore_extract", "explore_prune_relations", "explore_prune_entities",
-             "explore_end", *_COMMON)
-    method = _ExploreMethod(default_llm(llm), mkg, box, _prompts(prompts, names), max_context_triples,
-                            temperature,
-                            max_entities=max_entities, max_relations=max_relations, fanout_limit=fanout_limit,
-                            keep_entities=keep_entities)
+    names = (
+        "explore_thought",
+        "explore_extract",
+        "explore_prune_relations",
+        "explore_prune_entities",
+        "explore_end",
+        *_COMMON,
+    )
+    method = _ExploreMethod(
+        default_llm(llm),
+        mkg,
+        box,
+        _prompts(prompts, names),
+        max_context_triples,
+        temperature,
+        max_entities=max_entities,
+        max_relations=max_relations,
+        fanout_limit=fanout_limit,
+        keep_entities=keep_entities,
+    )
     return _build_graph(method, defaults, index=index, checkpointer=checkpointer)
 
 
-def expected_llm_calls(strategy: str, evaluator: str, k: int, t: int, depth: int, max_steps: int = 10,
-                       final_answer: bool = True) -> dict[str, int]:
+def expected_llm_calls(
+    strategy: str, evaluator: str, k: int, t: int, depth: int, max_steps: int = 10, final_answer: bool = True
+) -> dict[str, int]:
     """LLM calls of ``graph_agent`` when no state finishes early (appendix E, table 5, made exact).
 
     ``S = sum_{i<D} t**i`` states are expanded (``(t**D - 1)/(t - 1)``); each makes ``k`` step calls;
@@ -1103,4 +1332,3 @@ def expected_llm_calls(strategy: str, evaluator: str, k: int, t: int, depth: int
     out["final"] = 1 if final_answer else 0
     out["total"] = sum(out.values())
     return out
-

@@ -385,6 +385,7 @@ def parse_variants(text: str, question: str, m: int) -> list[str]:
         >>> parse_variants("1. which films did ENTITY write?\\n2. name the movies written by X", "q", 2)
         ['which films did ENTITY write?', 'name the movies written by X']
     """
+
     def norm(t: str) -> str:
         return " ".join(re.sub(r"[^\w\s]", " ", t.lower()).split())
 
@@ -815,8 +816,11 @@ def create_knowledge_navigator_graph(
             *update["trace"],
         ]
         if not answers:
-            update["errors"] = (no_answer_error("answer", state.get("raw_answer") or "") if not parsed else
-                                ["answer: none of the model's answers is an entity the navigator reached"])
+            update["errors"] = (
+                no_answer_error("answer", state.get("raw_answer") or "")
+                if not parsed
+                else ["answer: none of the model's answers is an entity the navigator reached"]
+            )
         return update
 
     def after_link(state: KnowledgeNavigatorState) -> str:

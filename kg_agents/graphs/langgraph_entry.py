@@ -21,8 +21,16 @@ from langchain_core.runnables import RunnableConfig
 from kg_agents.graphs.registry import get_method
 
 #: The methods ``langgraph.json`` exposes (DESIGN.md's names).
-METHODS = ("llm_only", "graph_rag", "text_rag", "gcr", "dualr", "graph_agent", "graph_explore",
-           "knowledge_navigator")
+METHODS = (
+    "llm_only",
+    "graph_rag",
+    "text_rag",
+    "gcr",
+    "dualr",
+    "graph_agent",
+    "graph_explore",
+    "knowledge_navigator",
+)
 
 
 def build(method: str, config: RunnableConfig | None = None) -> Any:

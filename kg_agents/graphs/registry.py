@@ -52,9 +52,7 @@ def get_method(name: str) -> MethodSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError(
-            f"unknown method {name!r}; valid methods: {', '.join(sorted(_REGISTRY))}"
-        ) from None
+        raise ConfigError(f"unknown method {name!r}; valid methods: {', '.join(sorted(_REGISTRY))}") from None
 
 
 def create_graph(name: str, kg: Any, **options: Any) -> Any:
@@ -70,20 +68,43 @@ def create_graph(name: str, kg: Any, **options: Any) -> Any:
 
 
 # Built-in methods. Each module adds its line here when it lands.
-register_method("llm_only", "kg_agents.graphs.baselines:create_llm_only_graph",
-                "zero-shot LLM, no knowledge graph (baseline)")
-register_method("graph_rag", "kg_agents.graphs.baselines:create_graph_rag_graph",
-                "1-hop neighbourhood of the topic entities as context (baseline)")
-register_method("text_rag", "kg_agents.graphs.baselines:create_text_rag_graph",
-                "FAISS retrieval over verbalised triples as context (baseline)")
-register_method("dualr", "kg_agents.graphs.dualr:create_dualr_graph",
-                "DualR: question-conditioned GNN explorer, reasoning chains, one multiple-choice LLM call")
-register_method("gcr", "kg_agents.graphs.gcr:create_gcr_graph",
-                "graph-constrained reasoning: KG-Trie-constrained path decoding + inductive reasoning (GCR)")
-register_method("graph_agent", "kg_agents.graphs.graph_cot:create_graph_agent_graph",
-                "Graph-CoT/ToT/GoT agent: ReAct over RetrieveNode/NodeFeature/NeighborCheck/NodeDegree")
-register_method("graph_explore", "kg_agents.graphs.graph_cot:create_graph_explore_graph",
-                "Graph-CoT/ToT/GoT with automatic graph exploration (LLM-pruned BFS)")
-register_method("knowledge_navigator",
-                "kg_agents.graphs.knowledge_navigator:create_knowledge_navigator_graph",
-                "KnowledgeNavigator: predicted hops, similar questions, relation vote, templated knowledge")
+register_method(
+    "llm_only",
+    "kg_agents.graphs.baselines:create_llm_only_graph",
+    "zero-shot LLM, no knowledge graph (baseline)",
+)
+register_method(
+    "graph_rag",
+    "kg_agents.graphs.baselines:create_graph_rag_graph",
+    "1-hop neighbourhood of the topic entities as context (baseline)",
+)
+register_method(
+    "text_rag",
+    "kg_agents.graphs.baselines:create_text_rag_graph",
+    "FAISS retrieval over verbalised triples as context (baseline)",
+)
+register_method(
+    "dualr",
+    "kg_agents.graphs.dualr:create_dualr_graph",
+    "DualR: question-conditioned GNN explorer, reasoning chains, one multiple-choice LLM call",
+)
+register_method(
+    "gcr",
+    "kg_agents.graphs.gcr:create_gcr_graph",
+    "graph-constrained reasoning: KG-Trie-constrained path decoding + inductive reasoning (GCR)",
+)
+register_method(
+    "graph_agent",
+    "kg_agents.graphs.graph_cot:create_graph_agent_graph",
+    "Graph-CoT/ToT/GoT agent: ReAct over RetrieveNode/NodeFeature/NeighborCheck/NodeDegree",
+)
+register_method(
+    "graph_explore",
+    "kg_agents.graphs.graph_cot:create_graph_explore_graph",
+    "Graph-CoT/ToT/GoT with automatic graph exploration (LLM-pruned BFS)",
+)
+register_method(
+    "knowledge_navigator",
+    "kg_agents.graphs.knowledge_navigator:create_knowledge_navigator_graph",
+    "KnowledgeNavigator: predicted hops, similar questions, relation vote, templated knowledge",
+)

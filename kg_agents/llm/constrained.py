@@ -176,8 +176,11 @@ class StopAtNewline:
         self.eos = int(eos_token_id)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
-        rows = [i for i, gen in enumerate(input_ids[:, self.prompt_len :].tolist())
-                if any(self.newlines[t] for t in gen if t < len(self.newlines))]
+        rows = [
+            i
+            for i, gen in enumerate(input_ids[:, self.prompt_len :].tolist())
+            if any(self.newlines[t] for t in gen if t < len(self.newlines))
+        ]
         if rows:
             scores[rows] = -math.inf
             scores[rows, self.eos] = 0.0
@@ -198,8 +201,15 @@ class LocalConstrainedDecoder:
         last_stats: figures of the last call (prompt tokens, steps, processor seconds, total seconds).
     """
 
-    def __init__(self, model: Any = None, tokenizer: Any = None, *, max_answer_tokens: int = 24,
-                 length_penalty: float = 1.0, max_unconstrained_tokens: int = 64) -> None:
+    def __init__(
+        self,
+        model: Any = None,
+        tokenizer: Any = None,
+        *,
+        max_answer_tokens: int = 24,
+        length_penalty: float = 1.0,
+        max_unconstrained_tokens: int = 64,
+    ) -> None:
         if model is None:
             from kg_agents.llm.local_model import load_local_model
 
@@ -255,8 +265,14 @@ class LocalConstrainedDecoder:
 
         if num_beams < 1:
             raise ValueError(f"num_beams must be >= 1, got {num_beams}")
-        self.last_stats = {"prompt_tokens": 0, "steps": 0, "processor_seconds": 0.0, "processor_calls": 0,
-                           "output_tokens": 0, "seconds": 0.0}
+        self.last_stats = {
+            "prompt_tokens": 0,
+            "steps": 0,
+            "processor_seconds": 0.0,
+            "processor_calls": 0,
+            "output_tokens": 0,
+            "seconds": 0.0,
+        }
         if trie is not None:
             if trie.tokenizer_sig and trie.tokenizer_sig != self.signature:
                 raise ModelError("the KG-Trie was built with a different tokenizer than the decoder's")
@@ -273,19 +289,30 @@ class LocalConstrainedDecoder:
         try:
             with self._lock, torch.inference_mode():
                 out = self.model.generate(
-                    input_ids=ids, attention_mask=torch.ones_like(ids),
-                    num_beams=num_beams, num_return_sequences=num_beams, do_sample=False,
-                    max_new_tokens=max_new, early_stopping=True, length_penalty=self.length_penalty,
-                    logits_processor=LogitsProcessorList([proc]), return_dict_in_generate=True,
-                    output_scores=True, pad_token_id=pad, eos_token_id=eos,
-                    temperature=None, top_p=None, top_k=None,
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    num_beams=num_beams,
+                    num_return_sequences=num_beams,
+                    do_sample=False,
+                    max_new_tokens=max_new,
+                    early_stopping=True,
+                    length_penalty=self.length_penalty,
+                    logits_processor=LogitsProcessorList([proc]),
+                    return_dict_in_generate=True,
+                    output_scores=True,
+                    pad_token_id=pad,
+                    eos_token_id=eos,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
                 )
                 seqs = out.sequences[:, plen:].tolist()
                 if getattr(out, "sequences_scores", None) is not None:
                     scores = out.sequences_scores.tolist()
                 else:  # num_beams=1 is greedy search: the path's mean token log-probability
-                    trans = self.model.compute_transition_scores(out.sequences, out.scores,
-                                                                 normalize_logits=True)
+                    trans = self.model.compute_transition_scores(
+                        out.sequences, out.scores, normalize_logits=True
+                    )
                     n_tok = (trans > -math.inf).sum(dim=1).clamp(min=1)
                     scores = (trans.masked_fill(trans == -math.inf, 0).sum(dim=1) / n_tok).tolist()
                 found: dict[str, tuple[float, bool]] = {}
@@ -307,9 +334,14 @@ class LocalConstrainedDecoder:
             out_tokens += n_ans
             full = f"{PATH_START} {path_text} {PATH_END}" + (ANSWER_HEADER + cont if answer else "")
             results.append(DecodedPath(full, path_text, score, cont, {"in_trie": in_trie}))
-        self.last_stats = {"prompt_tokens": plen, "steps": int(out.sequences.shape[1]) - plen,
-                           "processor_seconds": proc.seconds, "processor_calls": proc.calls,
-                           "output_tokens": out_tokens, "seconds": time.perf_counter() - t0}
+        self.last_stats = {
+            "prompt_tokens": plen,
+            "steps": int(out.sequences.shape[1]) - plen,
+            "processor_seconds": proc.seconds,
+            "processor_calls": proc.calls,
+            "output_tokens": out_tokens,
+            "seconds": time.perf_counter() - t0,
+        }
         return results
 
     def _path_of(self, gen: list[int], trie: KGTrie | None) -> tuple[str, bool] | None:
@@ -337,17 +369,25 @@ class LocalConstrainedDecoder:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
         prompt = prompt_ids[0].tolist()
         tail = self.tokenizer(ANSWER_HEADER, add_special_tokens=False)["input_ids"]
-        bodies = self.tokenizer([f"{PATH_START} {p} {PATH_END}" for p in path_texts],
-                                add_special_tokens=False)["input_ids"]
+        bodies = self.tokenizer(
+            [f"{PATH_START} {p} {PATH_END}" for p in path_texts], add_special_tokens=False
+        )["input_ids"]
         rows = [prompt + b + tail for b in bodies]
         width = max(len(r) for r in rows)
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
         attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
         out = self.model.generate(
-            input_ids=input_ids, attention_mask=attention, do_sample=False, num_beams=1,
+            input_ids=input_ids,
+            attention_mask=attention,
+            do_sample=False,
+            num_beams=1,
             max_new_tokens=self.max_answer_tokens,
             logits_processor=LogitsProcessorList([StopAtNewline(width, newline_counts(self.tokenizer), eos)]),
-            pad_token_id=pad, eos_token_id=eos, temperature=None, top_p=None, top_k=None,
+            pad_token_id=pad,
+            eos_token_id=eos,
+            temperature=None,
+            top_p=None,
+            top_k=None,
         )
         res = {}
         for p, gen in zip(path_texts, out[:, width:].tolist(), strict=True):

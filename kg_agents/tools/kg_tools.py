@@ -150,8 +150,9 @@ class KGToolbox:
                 out.append(self._label(str(eid)))
             if out:
                 return out
-        close = difflib.get_close_matches(text.casefold(), list(self._label_map()), n=self.max_suggestions,
-                                          cutoff=0.6)
+        close = difflib.get_close_matches(
+            text.casefold(), list(self._label_map()), n=self.max_suggestions, cutoff=0.6
+        )
         return [self._display.get(c, c) for c in close]
 
     def _label(self, eid: str) -> str:
@@ -270,6 +271,7 @@ class KGToolbox:
         Names: ``RetrieveNode``, ``NodeFeature``, ``NeighborCheck`` (or ``NeighbourCheck``), ``NodeDegree``.
         Raises ``ToolException`` for an unknown action, a wrong number of arguments or a bad argument.
         """
+
         def plain(fn: Callable[..., str]) -> Callable[..., tuple[str, list[Triple]]]:
             return lambda *a: (fn(*a), [])
 
@@ -316,20 +318,37 @@ def kg_toolkit(
     """
     box = KGToolbox(kg, index, max_neighbors=max_neighbors, max_suggestions=max_suggestions)
     specs: list[tuple[str, Callable[..., str], type[BaseModel], str]] = [
-        ("RetrieveNode", box.retrieve_node, RetrieveNodeInput,
-         "Find the node of the knowledge graph whose name matches the keyword; returns its id."),
-        ("NodeFeature", box.node_feature, NodeFeatureInput,
-         "Return one textual attribute (feature) of a node, e.g. its 'label'."),
-        ("NeighborCheck", box.neighbor_check, NeighborCheckInput,
-         "List the neighbours of a node along one relation (neighbor_type); "
-         "'~relation' follows it backwards."),
-        ("NodeDegree", box.node_degree, NodeDegreeInput,
-         "Count the neighbours of a node along one relation (neighbor_type); "
-         "'~relation' follows it backwards."),
+        (
+            "RetrieveNode",
+            box.retrieve_node,
+            RetrieveNodeInput,
+            "Find the node of the knowledge graph whose name matches the keyword; returns its id.",
+        ),
+        (
+            "NodeFeature",
+            box.node_feature,
+            NodeFeatureInput,
+            "Return one textual attribute (feature) of a node, e.g. its 'label'.",
+        ),
+        (
+            "NeighborCheck",
+            box.neighbor_check,
+            NeighborCheckInput,
+            "List the neighbours of a node along one relation (neighbor_type); "
+            "'~relation' follows it backwards.",
+        ),
+        (
+            "NodeDegree",
+            box.node_degree,
+            NodeDegreeInput,
+            "Count the neighbours of a node along one relation (neighbor_type); "
+            "'~relation' follows it backwards.",
+        ),
     ]
     return [
-        StructuredTool.from_function(func=fn, name=name, description=desc, args_schema=schema,
-                                     handle_tool_error=True)
+        StructuredTool.from_function(
+            func=fn, name=name, description=desc, args_schema=schema, handle_tool_error=True
+        )
         for name, fn, schema, desc in specs
     ]
 
@@ -407,6 +426,12 @@ def reasoning_tool(
     async def arun(question: str, topic_entities: list[str] | None = None) -> tuple[str, dict[str, Any]]:
         return _render(await graph.ainvoke(_inputs(question, topic_entities), config))
 
-    return StructuredTool.from_function(func=run, coroutine=arun, name=name, description=description,
-                                       args_schema=ReasoningToolInput, response_format="content_and_artifact",
-                                       handle_tool_error=True)
+    return StructuredTool.from_function(
+        func=run,
+        coroutine=arun,
+        name=name,
+        description=description,
+        args_schema=ReasoningToolInput,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+    )
