@@ -8,8 +8,8 @@ Usage:
     HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/graph_cot_metaqa.py --hops 1 --limit 3 \\
         --configs agent:cot,agent:tot,agent:got,explore:cot,explore:tot,explore:got --json out.json
 
-Metrics (per question, averaged): Hits@1 = the first predicted answer is a gold answer; F1 over the
-predicted and gold answer sets; answers compared case-folded and stripped.
+Metrics (per question, averaged): Hits@1 and F1 of ``kg_agents.eval.metrics.score_answers``, the same
+answer normalisation as ``kg-agents eval``.
 """
 
 from __future__ import annotations
@@ -19,25 +19,6 @@ import json
 import sys
 import time
 from typing import Any
-
-
-def _norm(s: str) -> str:
-    return " ".join(str(s).casefold().split())
-
-
-def hits_at_1(pred: list[str], gold: list[str]) -> float:
-    return float(bool(pred) and _norm(pred[0]) in {_norm(g) for g in gold})
-
-
-def f1(pred: list[str], gold: list[str]) -> float:
-    p, g = {_norm(x) for x in pred}, {_norm(x) for x in gold}
-    if not p or not g:
-        return 0.0
-    tp = len(p & g)
-    if tp == 0:
-        return 0.0
-    prec, rec = tp / len(p), tp / len(g)
-    return 2 * prec * rec / (prec + rec)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.eval.metrics import score_answers
     from kg_agents.graphs.graph_cot import create_graph_agent_graph, create_graph_explore_graph
     from kg_agents.kg import open_kg
     from kg_agents.llm import resolve_chat_model
@@ -98,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             secs = time.perf_counter() - t0
             pred = list(out.get("answers") or [])
             u = out.get("usage") or {}
-            acc["hits1"] += hits_at_1(pred, list(q.answers))
-            acc["f1"] += f1(pred, list(q.answers))
+            scores = score_answers(pred, list(q.answers))
+            acc["hits1"] += scores["hits@1"]
+            acc["f1"] += scores["f1"]
             for key in ("llm_calls", "input_tokens", "output_tokens", "kg_calls"):
                 acc[key] += float(u.get(key, 0))
             acc["seconds"] += secs
