@@ -17,8 +17,8 @@ Construction strategies (appendix B):
 Example:
     >>> from kg_agents.kg import MemoryKG
     >>> from kg_agents.kg.testing import CONTRACT_TRIPLES
-    >>> from kg_agents.llm.local_model import load_local_model
-    >>> _, tok = load_local_model()                                     # doctest: +SKIP
+    >>> from kg_agents.llm.local_model import load_local_tokenizer
+    >>> tok = load_local_tokenizer()                                     # doctest: +SKIP
     >>> trie = build_trie(MemoryKG(CONTRACT_TRIPLES), ["Splash"], tok)  # doctest: +SKIP
     >>> trie.allowed(trie.sequences[0][:1])                             # doctest: +SKIP
 """
@@ -555,7 +555,7 @@ def build_tries_command(
         median and p95.
     """
     from kg_agents.kg import open_kg
-    from kg_agents.llm.local_model import load_local_model
+    from kg_agents.llm.local_model import load_local_tokenizer
 
     if (entities is None) == (dataset is None):
         raise ConfigError("build-tries needs exactly one of entities=FILE or dataset=NAME")
@@ -567,7 +567,7 @@ def build_tries_command(
         from kg_agents.eval.datasets import get_dataset
 
         names = [e for q in get_dataset(str(dataset), split, limit=limit) for e in (q.topic_entities or [])]
-    _, tok = load_local_model()
+    tok = load_local_tokenizer()
     summary = build_tries(
         open_kg(kg),
         names,

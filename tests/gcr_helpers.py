@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import functools
 
-from kg_agents.llm.local_model import ensure_converted
+from kg_agents.llm.local_model import load_local_tokenizer
 
 
 @functools.lru_cache(maxsize=1)
 def smollm_tokenizer():
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(ensure_converted()))
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return tok
+    return load_local_tokenizer()
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ stop, usage, callbacks.
 from __future__ import annotations
 
 import threading
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -209,6 +210,25 @@ def test_usage_callback_counts_errors() -> None:
     with pytest.raises(ModelError):
         llm.invoke("hi", config={"callbacks": [cb]})
     assert cb.llm_calls == 1 and cb.errors == 1 and cb.total_tokens == 0
+
+
+def test_load_local_tokenizer_reads_no_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from kg_agents.llm import local_model
+
+    def no_weights(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("weights loaded for a tokenizer")
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", no_weights)
+    monkeypatch.setattr(local_model, "_LOADED", {})
+    tok = local_model.load_local_tokenizer()
+    assert tok.pad_token_id is not None and tok("Splash")["input_ids"]
+    loaded = object()
+    local_model._LOADED[local_model.DEFAULT_LOCAL_MODEL] = (object(), loaded)
+    assert local_model.load_local_tokenizer() is loaded  # a loaded model's own tokenizer
+    with pytest.raises(ModelError, match="no model directory"):
+        local_model.load_local_tokenizer("/nonexistent/model")
 
 
 # --------------------------------------------------------------------------- integration: the real model

@@ -152,7 +152,7 @@ def train_gcr(
     from kg_agents.eval.datasets import load_metaqa
     from kg_agents.kg import open_kg
     from kg_agents.llm.constrained import LocalConstrainedDecoder
-    from kg_agents.llm.local_model import ensure_converted, load_local_model
+    from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
@@ -166,7 +166,7 @@ def train_gcr(
     )
     if not examples:
         raise ConfigError("no training example: no question has a path to its answers")
-    _, tok = load_local_model()
+    tok = load_local_tokenizer()
     model = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
     decoder = LocalConstrainedDecoder(model, tok)
     rows = _encode(examples, decoder, max_len)
@@ -298,13 +298,13 @@ def load_gcr_decoder(adapter: str | FsPath, **kwargs: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
     from kg_agents.llm.constrained import LocalConstrainedDecoder
-    from kg_agents.llm.local_model import ensure_converted, load_local_model
+    from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 
     path = resolve_adapter(adapter)
     try:
         from peft import PeftModel
 
-        _, tok = load_local_model()
+        tok = load_local_tokenizer()
         base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
         model = PeftModel.from_pretrained(base, str(path)).merge_and_unload().eval()
     except (OSError, ValueError, ImportError, RuntimeError, KeyError) as exc:

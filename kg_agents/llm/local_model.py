@@ -84,6 +84,37 @@ def ensure_converted() -> Path:
     return target
 
 
+def _tokenizer_from(directory: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(directory))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_local_tokenizer(path: str | os.PathLike[str] | None = None) -> Any:
+    """The tokenizer of :func:`load_local_model` without the weights (KG-Tries, training data).
+
+    Returns the loaded model's own tokenizer when that model is already in memory.
+
+    Raises:
+        ModelError: the checkpoint is missing or its tokenizer cannot be loaded.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    key = str(path) if path is not None else DEFAULT_LOCAL_MODEL
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key][1]
+    directory = Path(path) if path is not None else ensure_converted()
+    if not directory.is_dir():
+        raise ModelError(f"no model directory at {directory}")
+    try:
+        return _tokenizer_from(directory)
+    except Exception as exc:
+        raise ModelError(f"could not load the tokenizer at {directory}: {exc}") from exc
+
+
 def load_local_model(path: str | os.PathLike[str] | None = None) -> tuple[Any, Any]:
     """Load (once per process) a causal LM and its tokenizer for local generation.
 
@@ -106,14 +137,12 @@ def load_local_model(path: str | os.PathLike[str] | None = None) -> tuple[Any, A
             raise ModelError(f"no model directory at {directory}")
         try:
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM
 
-            tok = AutoTokenizer.from_pretrained(str(directory))
+            tok = _tokenizer_from(directory)
             model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32)
         except Exception as exc:
             raise ModelError(f"could not load the model at {directory}: {exc}") from exc
         model.eval()
-        if tok.pad_token_id is None:
-            tok.pad_token = tok.eos_token
         _LOADED[key] = (model, tok)
         return model, tok
