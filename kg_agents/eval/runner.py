@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelError
-from kg_agents.eval.metrics import METRIC_KEYS, score_aliased, summarize
+from kg_agents.eval.metrics import METRIC_KEYS, SUMMARY_KEYS, score_aliased, summarize
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
 
@@ -318,21 +318,7 @@ def write_summary(
 
 
 # --------------------------------------------------------------------------- reports
-TABLE_KEYS = (
-    "n",
-    "errors",
-    "hits@1",
-    "hit",
-    "f1",
-    "precision",
-    "recall",
-    "faithful_path_ratio",
-    "avg_llm_calls",
-    "avg_input_tokens",
-    "avg_output_tokens",
-    "avg_kg_calls",
-    "avg_seconds",
-)
+TABLE_KEYS = SUMMARY_KEYS[2:]  # every summary figure (all but method and dataset)
 
 
 def _fmt(v: Any) -> str:
