@@ -761,6 +761,11 @@ def _child(
     }
 
 
+def _halt_prepare(error: Any, **extra: Any) -> dict[str, Any]:
+    """The ``prepare`` update that ends a question before any thought: no answers, the error traced."""
+    return {"answers": [], "paths": [], "frontier": [], "level": 0, **extra, **error_update("prepare", error)}
+
+
 def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, checkpointer: Any) -> Any:
     kg = method.kg
     box = method.box
@@ -772,16 +777,9 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         try:
             settings = _settings(defaults, runtime.context)
         except ConfigError as exc:
-            return {"answers": [], "paths": [], "frontier": [], "level": 0, **error_update("prepare", exc)}
+            return _halt_prepare(exc)
         if not question:
-            return {
-                "answers": [],
-                "paths": [],
-                "frontier": [],
-                "level": 0,
-                "settings": settings,
-                **error_update("prepare", "empty question"),
-            }
+            return _halt_prepare("empty question", settings=settings)
         given = state.get("topic_entities") or []
         errors: list[str] = []
         ids: list[str] = []
@@ -794,14 +792,7 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
                 for m in re.findall(r"\[([^\[\]]+)\]", question):  # MetaQA marks the topic entity [so]
                     ids.extend(box.lookup(m)[:1])
         except KGError as exc:  # the KG failed (e.g. its endpoint): the question ends here
-            return {
-                "answers": [],
-                "paths": [],
-                "frontier": [],
-                "level": 0,
-                "settings": settings,
-                **error_update("prepare", exc),
-            }
+            return _halt_prepare(exc, settings=settings)
         if not given and not ids and index is not None and hasattr(index, "topic_entities"):
             try:
                 ids = list(index.topic_entities(question))
