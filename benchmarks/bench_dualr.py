@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from kg_agents.eval.datasets import load_metaqa
-from kg_agents.gnn import DualRExplorer, ExplorationGraph, get_text_encoder
-from kg_agents.gnn.train import TrainConfig, evaluate_hits1
-from kg_agents.graphs.dualr import DEFAULT_CHECKPOINT
 from kg_agents.kg import open_kg
+from kg_agents.methods.dualr.gnn import DualRExplorer, ExplorationGraph, get_text_encoder
+from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT
+from kg_agents.methods.dualr.train import TrainConfig, evaluate_hits1
 
 
 def main() -> None:
@@ -160,8 +160,8 @@ def validation_questions(hop: int, n: int, exclude_first: int) -> list:
 def llm_runs(kg: object, a: argparse.Namespace) -> None:
     """Hits@1 of the dualr graph with the local model vs GNN-only on the same questions (topic entities
     from the MetaQA brackets, as the entity index would link them)."""
-    from kg_agents.graphs.dualr import create_dualr_graph
     from kg_agents.llm import resolve_chat_model
+    from kg_agents.methods.dualr.graph import create_dualr_graph
 
     llm = resolve_chat_model("local", max_tokens=32)
     graphs = {

@@ -27,11 +27,11 @@ import sys
 import time
 from typing import Any
 
+from kg_agents.core.prompts import load_prompt
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.kg import open_kg
-from kg_agents.llm.constrained import LocalConstrainedDecoder
-from kg_agents.prompts import load_prompt
-from kg_agents.trie import TrieCache
+from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
+from kg_agents.methods.gcr.trie import TrieCache
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,8 +129,8 @@ def time_vllm(
     """Part 3: the vLLM decoder on the same questions and tries."""
     import contextlib
 
-    from kg_agents.llm.vllm_constrained import VLLMConstrainedDecoder
     from kg_agents.llm.vllm_server import VLLMServer
+    from kg_agents.methods.gcr.vllm_decoder import VLLMConstrainedDecoder
 
     with contextlib.ExitStack() as stack:
         url = args.vllm_url

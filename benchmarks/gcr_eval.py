@@ -107,11 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         report(list(done.values()))
         return 0
-    from kg_agents.graphs.gcr import create_gcr_graph
     from kg_agents.kg import open_kg
     from kg_agents.llm import resolve_chat_model
-    from kg_agents.llm.constrained import LocalConstrainedDecoder
-    from kg_agents.trie import TrieCache
+    from kg_agents.methods.gcr.graph import create_gcr_graph
+    from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
+    from kg_agents.methods.gcr.trie import TrieCache
 
     kg = open_kg("metaqa")
     decoder = LocalConstrainedDecoder(

@@ -16,12 +16,12 @@ import os
 import sys
 import time
 
+from kg_agents.core.prompts import load_prompt
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.kg import open_kg
-from kg_agents.llm.vllm_constrained import VLLMConstrainedDecoder, load_default_tokenizer
 from kg_agents.llm.vllm_server import VLLMServer
-from kg_agents.prompts import load_prompt
-from kg_agents.trie import build_trie
+from kg_agents.methods.gcr.trie import build_trie
+from kg_agents.methods.gcr.vllm_decoder import VLLMConstrainedDecoder, load_default_tokenizer
 
 # (hops of the question, question id in the seeded dev-train split, L of its trie)
 CASES = [

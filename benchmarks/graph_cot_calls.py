@@ -21,9 +21,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
-from kg_agents.graphs.graph_cot import create_graph_agent_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.graph_cot.graph import create_graph_agent_graph
 
 _REPLIES = [
     ("Merged Chain:", "merge", "Thought: merged. Action: NeighborCheck[Splash, starred_actors]"),

@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from kg_agents.eval.datasets import load_metaqa
     from kg_agents.eval.metrics import score_answers
-    from kg_agents.graphs.graph_cot import create_graph_agent_graph, create_graph_explore_graph
     from kg_agents.kg import open_kg
     from kg_agents.llm import resolve_chat_model
+    from kg_agents.methods.graph_cot.graph import create_graph_agent_graph, create_graph_explore_graph
 
     kg = open_kg("metaqa")
     llm = resolve_chat_model("local", max_tokens=args.max_tokens)

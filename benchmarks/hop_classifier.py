@@ -4,7 +4,7 @@ Usage::
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/hop_classifier.py [--limit 1000] [--seed 0]
 
-Prints, per hop and overall, the accuracy of :func:`kg_agents.hops.load_hop_classifier` on
+Prints, per hop and overall, the accuracy of the bundled hop classifier (``load_hop_classifier``) on
 ``load_metaqa(h, split="validation")`` (the seeded 80/20 split of the MetaQA dev files; the classifier was
 trained on the ``train`` part), the confusion matrix, and the encoding throughput.
 """
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from kg_agents.eval.datasets import load_metaqa
-from kg_agents.hops import load_hop_classifier
+from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 
 
 def main() -> None:

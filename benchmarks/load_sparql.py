@@ -65,8 +65,8 @@ def constant_model() -> Any:
 def run_one_setting(
     endpoint: str, graph_iri: str | None, qs: list[Any], concurrency: int, timeout: float
 ) -> dict[str, Any]:
+    from kg_agents import create_graph
     from kg_agents.eval.runner import endpoint_failure
-    from kg_agents.graphs import create_graph
     from kg_agents.kg import SparqlKG
 
     kg = SparqlKG(endpoint, profile="metaqa", graph=graph_iri, timeout=timeout)

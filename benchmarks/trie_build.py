@@ -22,7 +22,7 @@ from pathlib import Path
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.kg import open_kg
 from kg_agents.llm.local_model import ensure_converted
-from kg_agents.trie import TrieCache, build_trie, tokenizer_signature
+from kg_agents.methods.gcr.trie import TrieCache, build_trie, tokenizer_signature
 
 
 def pct(values: list[float], q: float) -> float:

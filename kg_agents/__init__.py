@@ -31,8 +31,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "EntityIndex": "kg_agents.kg.index",
-    "create_graph": "kg_agents.graphs.registry",
-    "list_methods": "kg_agents.graphs.registry",
+    "create_graph": "kg_agents.core.registry",
+    "list_methods": "kg_agents.core.registry",
     "resolve_chat_model": "kg_agents.llm.resolve",
     "kg_toolkit": "kg_agents.tools",
     "reasoning_tool": "kg_agents.tools",

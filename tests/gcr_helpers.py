@@ -42,7 +42,7 @@ def tiny_model():
 
 
 def tiny_decoder(**kwargs):
-    from kg_agents.llm.constrained import LocalConstrainedDecoder
+    from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
     model, tok = tiny_model()
     return LocalConstrainedDecoder(model, tok, **kwargs)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kg_agents import cli
+from kg_agents.cli import commands as cli
+from kg_agents.core.registry import register_trainer, unregister_trainer
 from kg_agents.errors import EndpointError
 from kg_agents.eval.metrics import SUMMARY_KEYS
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.train import register_trainer, unregister_trainer
 from tests.scripted import KeyedChat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,8 +230,8 @@ def test_subprocess_exit_codes_without_traceback():
 
 
 def test_langgraph_json_exposes_every_registered_method():
-    from kg_agents.graphs import langgraph_entry
-    from kg_agents.graphs.registry import list_methods
+    from kg_agents import langgraph_entry
+    from kg_agents.core.registry import list_methods
 
     conf = json.loads((ROOT / "langgraph.json").read_text())
     graphs = conf["graphs"]
@@ -277,8 +277,8 @@ def test_unreachable_model_server_is_one_line(tmp_path):
 
 
 def test_langgraph_entry_builds_a_working_graph(kg_file):
+    from kg_agents import langgraph_entry
     from kg_agents.errors import ConfigError
-    from kg_agents.graphs import langgraph_entry
 
     llm = KeyedChat(script=SCRIPT, calls=[])
     graph = langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
@@ -359,9 +359,9 @@ def test_unreachable_sparql_endpoint_is_one_line():
 
 
 def test_build_tries_from_a_file_then_resume_and_limits(capsys, kg_file, tmp_path):
-    from kg_agents.graphs.gcr import create_gcr_graph
     from kg_agents.kg import open_kg
-    from kg_agents.trie import TrieCache
+    from kg_agents.methods.gcr.graph import create_gcr_graph
+    from kg_agents.methods.gcr.trie import TrieCache
     from tests.gcr_helpers import tiny_decoder
 
     ents = tmp_path / "entities.txt"

@@ -9,9 +9,9 @@ from kg_agents.errors import ConfigError, DataFormatError, ModelError
 from kg_agents.eval.datasets import Question, SubgraphFactory, get_dataset
 from kg_agents.eval.metrics import SUMMARY_KEYS, normalize_answer, score_aliased, score_answers, summarize
 from kg_agents.eval.runner import compare_runs, gold_sets, load_questions_file, read_predictions, run_eval
-from kg_agents.graphs.baselines import create_graph_rag_graph, create_llm_only_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.baselines.graph import create_graph_rag_graph, create_llm_only_graph
 from tests.scripted import KeyedChat
 
 

@@ -56,7 +56,7 @@ def test_errors_share_one_base():
 def test_import_is_light():
     """Importing the package or listing methods loads no torch, transformers or faiss."""
     code = (
-        "import sys, kg_agents; from kg_agents.graphs import list_methods; list_methods(); "
+        "import sys, kg_agents; from kg_agents import list_methods; list_methods(); "
         "print(sorted(m for m in ('torch', 'transformers', 'faiss') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from kg_agents import create_graph
 from kg_agents.errors import EndpointError
 from kg_agents.eval.datasets import Question
 from kg_agents.eval.runner import PREDICTIONS, run_eval
-from kg_agents.graphs import create_graph
 from kg_agents.kg import SparqlKG, verify_path
 from kg_agents.kg.servers import OxigraphServer
 from kg_agents.kg.testing import write_contract_ntriples
@@ -155,7 +155,7 @@ def endpoint_steps(out: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("match", [None, NEIGHBOUR_QUERY], ids=["all-queries", "neighbour-queries"])
 def test_dualr_ends_with_the_error_in_its_trace(proxy: FaultProxy, match: str | None) -> None:
     """GNN-only DualR (no LLM): linking or exploration fails; the question ends, nothing raises."""
-    from kg_agents.gnn.encoding import get_text_encoder
+    from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
 
     get_text_encoder()(["warm up"])  # loaded before the clock starts
     kg = faulty_kg(proxy)

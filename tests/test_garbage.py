@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from kg_agents.graphs.registry import create_graph, list_methods
+from kg_agents.core.registry import create_graph, list_methods
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from kg_agents.errors import ConfigError
-from kg_agents.graphs.gcr import create_gcr_graph
-from kg_agents.graphs.gcr_train import BUNDLED_ADAPTER, resolve_adapter
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.gcr.adapter import BUNDLED_ADAPTER, resolve_adapter
+from kg_agents.methods.gcr.graph import create_gcr_graph
 from tests.gcr_helpers import tiny_decoder
 
 
@@ -33,7 +33,7 @@ def test_adapter_and_decoder_together_are_refused():
 
 
 def test_adapter_is_a_command_line_option():
-    from kg_agents.cli import MethodSetup
+    from kg_agents.cli.commands import MethodSetup
 
     setup = MethodSetup.from_args("gcr", ["adapter=bundled", "general_llm=none", "num_beams=5"], None)
     assert setup.factory_options["adapter"] == "bundled"
@@ -51,8 +51,9 @@ def test_bundled_adapter_describes_its_training_run():
 @pytest.mark.integration
 def test_train_gcr_then_decode_paths_that_verify(tmp_path):
     """Two real LoRA steps on the local model, then the gcr graph decodes with the adapter merged."""
-    from kg_agents.graphs.gcr_train import BASE_MODEL, train_gcr
     from kg_agents.kg import open_kg
+    from kg_agents.methods.gcr.adapter import BASE_MODEL
+    from kg_agents.methods.gcr.train import train_gcr
 
     info = train_gcr(
         hops="1", limit=2, epochs=1, batch_size=1, max_len=192, log_every=0, out=str(tmp_path / "lora")

@@ -17,12 +17,14 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.graphs.gcr import create_gcr_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.llm.resolve import resolve_decoder
-from kg_agents.llm.vllm_constrained import (
+from kg_agents.llm.vllm_server import free_port
+from kg_agents.methods.gcr.decoding import resolve_decoder
+from kg_agents.methods.gcr.graph import create_gcr_graph
+from kg_agents.methods.gcr.trie import build_trie
+from kg_agents.methods.gcr.vllm_decoder import (
     VLLMConstrainedDecoder,
     batched,
     beam_score,
@@ -30,8 +32,6 @@ from kg_agents.llm.vllm_constrained import (
     rank_top_k,
     trie_beam_search,
 )
-from kg_agents.llm.vllm_server import free_port
-from kg_agents.trie import build_trie
 from tests.gcr_helpers import smollm_tokenizer, tiny_decoder, tiny_model
 
 
@@ -205,7 +205,7 @@ def metaqa():
 
 @pytest.fixture(scope="module")
 def local_decoder():
-    from kg_agents.llm.constrained import LocalConstrainedDecoder
+    from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
     return LocalConstrainedDecoder()
 
@@ -218,7 +218,7 @@ def vdec(vllm_server, local_decoder):
 
 
 def _messages(q):
-    from kg_agents.prompts import load_prompt
+    from kg_agents.core.prompts import load_prompt
 
     return load_prompt("gcr", "decode_zero_shot").format_messages(
         question=q.question, entities="\n".join(q.topic_entities)

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.gnn import DualRConv, DualRExplorer, ExplorationGraph, ExplorerConfig, backtrack
-from kg_agents.gnn.encoding import get_text_encoder, relation_text
-from kg_agents.gnn.explorer import _topk_per_group
-from kg_agents.gnn.train import TrainConfig, TrainQuestion, read_questions, train_dualr
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.dualr.gnn import DualRConv, DualRExplorer, ExplorationGraph, ExplorerConfig, backtrack
+from kg_agents.methods.dualr.gnn.encoding import get_text_encoder, relation_text
+from kg_agents.methods.dualr.gnn.explorer import _topk_per_group
+from kg_agents.methods.dualr.train import TrainConfig, TrainQuestion, read_questions, train_dualr
 
 # Questions about the contract KG (all answers are KG entities).
 TINY_QUESTIONS = [

@@ -6,13 +6,13 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError
-from kg_agents.gnn.encoding import get_text_encoder
-from kg_agents.gnn.train import TrainConfig, train_dualr
-from kg_agents.graphs.dualr import DEFAULT_CHECKPOINT, create_dualr_graph, format_option, parse_choice
-from kg_agents.graphs.registry import create_graph, get_method
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
+from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT, create_dualr_graph, format_option, parse_choice
+from kg_agents.methods.dualr.train import TrainConfig, train_dualr
 from tests.test_gnn_dualr import TINY_QUESTIONS
 
 NODES = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
@@ -26,7 +26,7 @@ def kg():
 @pytest.fixture(scope="module")
 def checkpoint(kg, tmp_path_factory):
     """A small explorer really trained on the contract KG (a few seconds)."""
-    from kg_agents.gnn import ExplorerConfig
+    from kg_agents.methods.dualr.gnn import ExplorerConfig
 
     out = tmp_path_factory.mktemp("dualr")
     res = train_dualr(

@@ -6,14 +6,14 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core.registry import get_method
 from kg_agents.errors import ConfigError
-from kg_agents.graphs.gcr import create_gcr_graph, format_paths, vote
-from kg_agents.graphs.registry import get_method
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.llm.constrained import KGTrieLogitsProcessor
-from kg_agents.trie import TrieCache, build_trie
+from kg_agents.methods.gcr.graph import create_gcr_graph, format_paths, vote
+from kg_agents.methods.gcr.local_decoder import KGTrieLogitsProcessor
+from kg_agents.methods.gcr.trie import TrieCache, build_trie
 from tests.gcr_helpers import smollm_tokenizer, tiny_decoder
 
 
@@ -73,7 +73,7 @@ def test_processor_never_falls_back_to_the_vocabulary(kg):
 
 
 def test_empty_trie_decodes_nothing(decoder):
-    from kg_agents.trie import KGTrie
+    from kg_agents.methods.gcr.trie import KGTrie
 
     assert decoder.generate("x", KGTrie([], [], tokenizer_sig=decoder.signature), 3) == []
     with pytest.raises(ValueError):
@@ -182,11 +182,11 @@ def test_registered():
 
 
 def test_few_shot_examples_are_metaqa_paths():
+    from kg_agents.core.prompts import METHODS_DIR
     from kg_agents.kg import open_kg
-    from kg_agents.prompts import PROMPTS_DIR
-    from kg_agents.trie import parse_path_text
+    from kg_agents.methods.gcr.trie import parse_path_text
 
-    text = (PROMPTS_DIR / "gcr" / "decode_few_shot.txt").read_text()
+    text = (METHODS_DIR / "gcr" / "prompts" / "decode_few_shot.txt").read_text()
     paths = [parse_path_text(line) for line in text.splitlines() if line.startswith("<PATH>")]
     metaqa = open_kg("metaqa")
     assert len(paths) == 3 and all(verify_path(metaqa, p) for p in paths)
@@ -224,9 +224,9 @@ def test_gcr_integration_unconstrained_ablation_runs():
 
 def test_training_examples_are_shortest_kg_paths_to_answers():
     from kg_agents.eval.datasets import load_metaqa
-    from kg_agents.graphs.gcr_train import gcr_training_examples
     from kg_agents.kg import open_kg
-    from kg_agents.trie import parse_path_text
+    from kg_agents.methods.gcr.train import gcr_training_examples
+    from kg_agents.methods.gcr.trie import parse_path_text
 
     metaqa = open_kg("metaqa")
     qs = load_metaqa(2, "train", seed=0, limit=5)

@@ -14,8 +14,11 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError
-from kg_agents.graphs.graph_cot import (
+from kg_agents.kg import MemoryKG
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.graph_cot.graph import (
     create_graph_agent_graph,
     create_graph_explore_graph,
     expected_llm_calls,
@@ -24,9 +27,6 @@ from kg_agents.graphs.graph_cot import (
     parse_score,
     parse_selection,
 )
-from kg_agents.graphs.registry import create_graph, get_method
-from kg_agents.kg import MemoryKG
-from kg_agents.kg.testing import CONTRACT_TRIPLES
 from tests.scripted_models import RuleModel, ScriptedToolModel
 
 KG = MemoryKG(CONTRACT_TRIPLES)

@@ -7,8 +7,12 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.graphs.knowledge_navigator import (
+from kg_agents.kg import MemoryKG
+from kg_agents.kg.base import Triple
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.knowledge_navigator.graph import (
     aggregate_triples,
     candidate_text,
     create_knowledge_navigator_graph,
@@ -19,11 +23,8 @@ from kg_agents.graphs.knowledge_navigator import (
     verbalise,
     weighted_vote,
 )
-from kg_agents.graphs.registry import create_graph, get_method
-from kg_agents.hops import HopClassifier, fit_softmax_head, mask_entities
-from kg_agents.kg import MemoryKG
-from kg_agents.kg.base import Triple
-from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.knowledge_navigator.hops import HopClassifier, mask_entities
+from kg_agents.methods.knowledge_navigator.train import fit_softmax_head
 
 Q = "who directed the films written by [Babaloo Mandel]"
 VARIANTS = (
@@ -345,11 +346,12 @@ def test_hop_grouping_one_call_over_the_union(kg):
 
 
 def test_hops_trainer_options_typed():
-    from kg_agents.options import parse_options
-    from kg_agents.train import TrainerSpec
+    from kg_agents.core.registry import get_trainer
+    from kg_agents.options import keyword_options, parse_options
 
-    spec = TrainerSpec("hops", "kg_agents.hops:train_hop_classifier", "")
-    opts = parse_options(["hops=1,2", "limit_per_hop=none", "seed=3", "out_dir=/tmp/x"], spec.options())
+    spec = get_trainer("hops")
+    pairs = ["hops=1,2", "limit_per_hop=none", "seed=3", "out_dir=/tmp/x"]
+    opts = parse_options(pairs, keyword_options(spec.load()))
     assert opts == {"hops": (1, 2), "limit_per_hop": None, "seed": 3, "out_dir": "/tmp/x"}
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from kg_agents.graphs import create_graph
+from kg_agents import create_graph
 from kg_agents.kg import SparqlKG, verify_path
 from tests.servers import METAQA_GRAPH
 

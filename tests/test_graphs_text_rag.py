@@ -4,9 +4,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from kg_agents.errors import ConfigError
-from kg_agents.graphs.baselines import TripleTextIndex, create_text_rag_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.baselines.graph import TripleTextIndex, create_text_rag_graph
 from tests.scripted import KeyedChat
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kg_agents.graphs import create_graph
+from kg_agents import create_graph
 from kg_agents.kg import MemoryKG, SparqlKG, verify_path
 from kg_agents.kg.base import TripleList
 from kg_agents.tools import kg_toolkit
@@ -124,7 +124,7 @@ def check_graph_rag(kg: Any) -> None:
 
 
 def check_dualr(kg: Any) -> None:
-    from kg_agents.gnn.encoding import get_text_encoder
+    from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
 
     get_text_encoder()(["warm up"])  # the shared encoder is loaded before memory is traced
     ckg = CountingKG(kg)

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from kg_agents import cli
+from kg_agents.cli import commands as cli
 from kg_agents.eval.datasets import get_dataset
 from kg_agents.eval.metrics import SUMMARY_KEYS
 from kg_agents.eval.runner import read_predictions, run_eval
-from kg_agents.graphs.baselines import create_text_rag_graph
 from kg_agents.kg import open_kg, verify_path
+from kg_agents.methods.baselines.graph import create_text_rag_graph
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +60,7 @@ def test_text_rag_local_model_over_metaqa(llm, metaqa):
 
 
 def test_eval_runner_local_model(tmp_path, llm):
-    from kg_agents.graphs.baselines import create_graph_rag_graph
+    from kg_agents.methods.baselines.graph import create_graph_rag_graph
 
     ds = get_dataset("metaqa-1hop", "validation", limit=2)
     s = asyncio.run(

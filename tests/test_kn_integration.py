@@ -20,7 +20,7 @@ def metaqa():
 
 def test_hop_classifier_bundled_validation_accuracy():
     from kg_agents.eval.datasets import load_metaqa
-    from kg_agents.hops import load_hop_classifier
+    from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 
     clf = load_hop_classifier()
     assert clf.classes == [1, 2, 3]
@@ -38,8 +38,8 @@ def test_hop_classifier_bundled_validation_accuracy():
 
 def test_knowledge_navigator_local_model_metaqa(metaqa):
     from kg_agents.eval.datasets import load_metaqa
-    from kg_agents.graphs.knowledge_navigator import create_knowledge_navigator_graph
     from kg_agents.llm import resolve_chat_model
+    from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 
     q = next(iter(load_metaqa(1, split="validation", seed=0, limit=1)))
     topics = re.findall(r"\[([^\[\]]+)\]", q.question)

@@ -354,14 +354,10 @@ def test_public_exports_are_pinned() -> None:
 
     assert llm_pkg.__all__ == sorted(llm_pkg.__all__)
     assert set(llm_pkg.__all__) == {
-        "ConstrainedDecoder",
-        "DecodedPath",
         "LocalChatModel",
         "UsageCallback",
-        "VLLMConstrainedDecoder",
         "load_local_model",
         "resolve_chat_model",
-        "resolve_decoder",
     }
 
 

@@ -10,9 +10,9 @@ from langchain_tests.unit_tests import ToolsUnitTests
 from langgraph.prebuilt import create_react_agent
 
 from kg_agents.errors import ConfigError
-from kg_agents.graphs.baselines import create_graph_rag_graph
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.baselines.graph import create_graph_rag_graph
 from kg_agents.tools import KGToolbox, kg_toolkit, reasoning_tool
 from tests.scripted_models import ScriptedToolModel
 

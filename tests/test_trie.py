@@ -10,7 +10,7 @@ from kg_agents.errors import ConfigError, DataFormatError, ModelError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.trie import (
+from kg_agents.methods.gcr.trie import (
     END,
     KGTrie,
     TrieCache,

@@ -176,7 +176,7 @@ def endpoint_failure(out: dict[str, Any]) -> str | None:
     """The error of a graph run that ended because a KG endpoint failed, or None.
 
     Graphs record such a failure in their trace (a step with ``endpoint``, see
-    :func:`kg_agents.graphs.nodes.error_update`) and end; the runner counts the question as an error,
+    :func:`kg_agents.core.nodes.error_update`) and end; the runner counts the question as an error,
     not as a wrong answer, so that a rerun tries it again.
     """
     step = _endpoint_step(out)

@@ -396,7 +396,7 @@ def reasoning_tool(
     """
 
     if isinstance(graph, str):
-        from kg_agents.graphs.registry import create_graph
+        from kg_agents.core.registry import create_graph
 
         if kg is None:
             raise ConfigError(f"reasoning_tool({graph!r}) needs kg=... to build the graph")

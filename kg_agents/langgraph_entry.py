@@ -8,7 +8,7 @@ building the method over the bundled MetaQA KG (``open_kg("metaqa")``) and the e
 A method that is not registered (its branch not merged yet) raises ``ConfigError`` listing the valid ones.
 
 Example:
-    >>> from kg_agents.graphs import langgraph_entry
+    >>> from kg_agents import langgraph_entry
     >>> graph = langgraph_entry.graph_rag({"configurable": {}})     # doctest: +SKIP
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from kg_agents.graphs.registry import get_method
+from kg_agents.core.registry import get_method
 
 #: The methods ``langgraph.json`` exposes (DESIGN.md's names).
 METHODS = (

@@ -14,7 +14,7 @@ They also show the pattern every reasoning graph follows:
 
 Example:
     >>> from kg_agents import open_kg
-    >>> from kg_agents.graphs.baselines import create_graph_rag_graph
+    >>> from kg_agents.methods.baselines.graph import create_graph_rag_graph
     >>> graph = create_graph_rag_graph(open_kg("metaqa"))          # doctest: +SKIP
     >>> graph.invoke({"question": "who directed [Splash]"})["answers"]  # doctest: +SKIP
 """
@@ -27,7 +27,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.graphs.nodes import (
+from kg_agents.core.nodes import (
     default_llm,
     end_on_error,
     error_update,
@@ -37,7 +37,8 @@ from kg_agents.graphs.nodes import (
     parse_answers,
     verified_paths_update,
 )
-from kg_agents.graphs.state import (
+from kg_agents.core.prompts import as_prompt
+from kg_agents.core.state import (
     MeteredKG,
     ReasoningInput,
     ReasoningOutput,
@@ -46,7 +47,6 @@ from kg_agents.graphs.state import (
     metered,
 )
 from kg_agents.kg.base import KnowledgeGraph, Path, Triple
-from kg_agents.prompts import as_prompt
 
 
 def _named_in(label: str, answers: list[str]) -> bool:

@@ -1,4 +1,4 @@
-"""Prompt templates as files: ``kg_agents/prompts/<method>/<name>.txt``.
+"""Prompt templates as files: ``kg_agents/core/prompts/<method>/<name>.txt``.
 
 A file is plain text with ``{placeholders}`` (f-string syntax, ``{{`` for a literal brace). It may be
 split into chat roles with lines ``### system``, ``### human`` and ``### ai``; without them it is one
@@ -15,7 +15,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.errors import ConfigError
 
-PROMPTS_DIR = Path(__file__).resolve().parent
+METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
 _ROLE = re.compile(r"^###\s*(system|human|ai)\s*$", re.MULTILINE)
 
 
@@ -32,9 +32,10 @@ def parse_prompt(text: str) -> ChatPromptTemplate:
 
 def load_prompt(method: str, name: str) -> ChatPromptTemplate:
     """Load the bundled prompt ``<method>/<name>.txt``."""
-    path = PROMPTS_DIR / method / f"{name}.txt"
+    folder = METHODS_DIR / method / "prompts"
+    path = folder / f"{name}.txt"
     if not path.is_file():
-        have = sorted(p.stem for p in (PROMPTS_DIR / method).glob("*.txt"))
+        have = sorted(p.stem for p in folder.glob("*.txt"))
         raise ConfigError(f"no prompt {method}/{name}; available for {method!r}: {have}")
     return parse_prompt(path.read_text(encoding="utf-8"))
 

@@ -43,11 +43,11 @@ sum_{i<D} t**i`` states expanded (the paper's table 5: ``k (t**D - 1)/(t - 1)``)
 
 Reasoning paths: the triples a chain saw (``NeighborCheck`` results, explored triples) are searched for
 paths from the chain's start entities (topic entities, retrieved nodes) to the answers; every path goes
-through :func:`~kg_agents.graphs.nodes.verified_paths_update`.
+through :func:`~kg_agents.core.nodes.verified_paths_update`.
 
 Example:
     >>> from kg_agents import open_kg
-    >>> from kg_agents.graphs.graph_cot import create_graph_agent_graph
+    >>> from kg_agents.methods.graph_cot.graph import create_graph_agent_graph
     >>> kg = open_kg("metaqa")
     >>> g = create_graph_agent_graph(kg, strategy="tot", evaluator="score", k=3, t=1)  # doctest: +SKIP
     >>> g.invoke({"question": "who directed [Splash]"})["answers"]                    # doctest: +SKIP
@@ -69,8 +69,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 
-from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError, KGError
-from kg_agents.graphs.nodes import (
+from kg_agents.core.nodes import (
     default_llm,
     error_update,
     guarded,
@@ -78,7 +77,8 @@ from kg_agents.graphs.nodes import (
     resolve_entities,
     verified_paths_update,
 )
-from kg_agents.graphs.state import (
+from kg_agents.core.prompts import as_prompt
+from kg_agents.core.state import (
     MeteredKG,
     ReasoningInput,
     ReasoningOutput,
@@ -86,8 +86,8 @@ from kg_agents.graphs.state import (
     invoke_llm,
     metered,
 )
+from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError, KGError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Path, Triple
-from kg_agents.prompts import as_prompt
 from kg_agents.tools.kg_tools import KGToolbox, kg_toolkit
 
 __all__ = [

@@ -29,8 +29,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import (
+from kg_agents.core.nodes import (
     default_llm,
     end_on_error,
     error_update,
@@ -40,7 +39,8 @@ from kg_agents.graphs.nodes import (
     parse_answers,
     verified_paths_update,
 )
-from kg_agents.graphs.state import (
+from kg_agents.core.prompts import as_prompt
+from kg_agents.core.state import (
     MeteredKG,
     ReasoningInput,
     ReasoningOutput,
@@ -48,10 +48,10 @@ from kg_agents.graphs.state import (
     invoke_llm,
     metered,
 )
+from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import KnowledgeGraph, Path
-from kg_agents.prompts import as_prompt
 
-CHECKPOINT_DIR = FsPath(__file__).resolve().parent.parent / "checkpoints" / "dualr"
+CHECKPOINT_DIR = FsPath(__file__).resolve().parent / "checkpoints"
 DEFAULT_CHECKPOINT = CHECKPOINT_DIR / "metaqa.pt"
 LABELS = string.ascii_uppercase
 
@@ -100,7 +100,7 @@ def parse_choice(text: str, options: list[str]) -> tuple[int | None, list[str]]:
     Returns ``(index of the chosen option or None, free answers)``. A label is recognised as
     ``B.``/``B)``/``(B)``/``option B``/``answer is B`` or a lone ``B``; failing that, an option named in
     the text (the longest match first); failing that, the answers of
-    :func:`~kg_agents.graphs.nodes.parse_answers`.
+    :func:`~kg_agents.core.nodes.parse_answers`.
 
     Example:
         >>> parse_choice("The correct answer is B. Miller Park.", ["Seattle Pilots", "Miller Park"])
@@ -162,7 +162,7 @@ def create_dualr_graph(
             through ``neighbors_many`` in batches).
         llm: a LangChain chat model, a model spec for ``resolve_chat_model`` (``"local"``,
             ``"openai:<model>"``), or None/``"none"`` for GNN-only answering (no LLM call).
-        checkpoint: a :class:`~kg_agents.gnn.DualRExplorer` checkpoint (default: the bundled MetaQA one).
+        checkpoint: a :class:`~.gnn.DualRExplorer` checkpoint (default: the bundled MetaQA one).
         num_candidates: N, reference answers given to the LLM.
         top_k: edges kept per expanded entity at each layer, one value or one per layer (default: the
             checkpoint's).
@@ -178,8 +178,8 @@ def create_dualr_graph(
     """
     import torch
 
-    from kg_agents.gnn.encoding import encoder_dim, get_text_encoder
-    from kg_agents.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
+    from kg_agents.methods.dualr.gnn.encoding import encoder_dim, get_text_encoder
+    from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
 
     if num_candidates < 1 or num_candidates > len(LABELS):
         raise ConfigError(f"num_candidates must be in 1..{len(LABELS)}, got {num_candidates}")

@@ -14,7 +14,7 @@ KG-Trie one of two ways, chosen per question by the trie's size:
   an entity name, gets the whole run scored at once by prompt log-probabilities instead.) The search
   itself follows transformers' beam search (K running beams, EOS candidates finish when among the top
   K, early stopping once K paths are finished), so it returns what
-  :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder` returns for the same model and trie, up to
+  :class:`~.local_decoder.LocalConstrainedDecoder` returns for the same model and trie, up to
   floating-point differences between the two runtimes.
 
 Scores are transformers' beam scores: the sum of the model's log-probabilities (full-vocabulary
@@ -28,7 +28,7 @@ sent as token ids, so prompt, path and answer boundaries are exactly those of th
 first call checks that the server's ``/tokenize`` agrees with ``tokenizer`` on probe texts.
 
 Example:
-    >>> from kg_agents.llm.vllm_constrained import VLLMConstrainedDecoder
+    >>> from kg_agents.methods.gcr.vllm_decoder import VLLMConstrainedDecoder
     >>> dec = VLLMConstrainedDecoder("http://127.0.0.1:8000/v1")          # doctest: +SKIP
     >>> out = dec.generate(messages, trie, num_beams=5)                  # doctest: +SKIP
     >>> out[0].path_text, out[0].continuation, dec.last_stats["route"]   # doctest: +SKIP
@@ -45,9 +45,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.llm.base import DecodedPath
-from kg_agents.llm.constrained import ANSWER_HEADER, ASSISTANT_PREFIX, render_prompt
-from kg_agents.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
+from kg_agents.methods.gcr.decoding import DecodedPath
+from kg_agents.methods.gcr.local_decoder import ANSWER_HEADER, ASSISTANT_PREFIX, render_prompt
+from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
 
 T = TypeVar("T")
 Route = Literal["auto", "exact", "beam"]
@@ -215,7 +215,7 @@ class VLLMConstrainedDecoder:
 
     Attributes:
         tokenizer: the tokenizer (graphs build the question's KG-Trie with it).
-        signature: its :func:`~kg_agents.trie.tokenizer_signature`.
+        signature: its :func:`~kg_agents.methods.gcr.trie.tokenizer_signature`.
         last_stats: figures of the last call: ``route``, ``prompt_tokens``, ``output_tokens``,
             ``steps`` (beam route), ``requests``, ``scored_paths`` (exact route), ``seconds``.
 

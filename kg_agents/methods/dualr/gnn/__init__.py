@@ -5,9 +5,15 @@ Importing this package imports torch; nothing else in kg-agents does so until a 
 
 from __future__ import annotations
 
-from kg_agents.gnn.conv import DualRConv
-from kg_agents.gnn.encoding import LLMEmbeddingEncoder, get_text_encoder
-from kg_agents.gnn.explorer import DualRExplorer, Exploration, ExplorationGraph, ExplorerConfig, backtrack
+from kg_agents.methods.dualr.gnn.conv import DualRConv
+from kg_agents.methods.dualr.gnn.encoding import LLMEmbeddingEncoder, get_text_encoder
+from kg_agents.methods.dualr.gnn.explorer import (
+    DualRExplorer,
+    Exploration,
+    ExplorationGraph,
+    ExplorerConfig,
+    backtrack,
+)
 
 __all__ = [
     "DualRConv",

@@ -6,7 +6,7 @@ Three stages, six nodes after entity linking::
                      (hops + variants)    (LLM vote, eq. 3-4)          (eq. 5-6 +
                                                                          templates)
 
-- **Question analysis**: the hop count ``h_Q`` comes from :class:`~kg_agents.hops.HopClassifier` (a frozen
+- **Question analysis**: the hop count ``h_Q`` comes from :class:`~.hops.HopClassifier` (a frozen
   all-MiniLM-L6-v2 plus a trained head; or the ``hops`` knob), and ``m`` similar questions from the LLM.
 - **Knowledge retrieval**, ``h_Q`` iterations: for each core entity its relations in both directions are
   candidates; for each question (the original and each variant) the LLM picks the ``K`` most relevant;
@@ -27,7 +27,7 @@ candidates needs no call (every voter would pick them all).
 
 Example:
     >>> from kg_agents import open_kg
-    >>> from kg_agents.graphs.knowledge_navigator import create_knowledge_navigator_graph
+    >>> from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
     >>> graph = create_knowledge_navigator_graph(open_kg("metaqa"))          # doctest: +SKIP
     >>> out = graph.invoke({"question": "who directed the films written by [Babaloo Mandel]"},
     ...                    context={"num_variants": 2})                    # doctest: +SKIP
@@ -44,8 +44,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import (
+from kg_agents.core.nodes import (
     end_on_error,
     error_update,
     guarded,
@@ -54,7 +53,8 @@ from kg_agents.graphs.nodes import (
     parse_answers,
     verified_paths_update,
 )
-from kg_agents.graphs.state import (
+from kg_agents.core.prompts import as_prompt
+from kg_agents.core.state import (
     MeteredKG,
     ReasoningInput,
     ReasoningOutput,
@@ -62,8 +62,8 @@ from kg_agents.graphs.state import (
     invoke_llm,
     metered,
 )
+from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import Direction, KnowledgeGraph, Path, Triple, check_direction
-from kg_agents.prompts import as_prompt
 
 KnowledgeFormat = Literal["single_triples", "joined_triples", "single_sentences", "joined_sentences"]
 KNOWLEDGE_FORMATS: tuple[str, ...] = (
@@ -466,7 +466,7 @@ def create_knowledge_navigator_graph(
         llm: a LangChain chat model (default: the embedded local model).
         index: an ``EntityIndex`` for linking (built on first need when None).
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` (default: the
-            bundled :class:`~kg_agents.hops.HopClassifier`, loaded on the first question that needs it).
+            bundled :class:`~.hops.HopClassifier`, loaded on the first question that needs it).
         grouping: which core entities of a hop share the LLM's relation choice (one call per question
             variant): ``"candidates"`` (default) those with identical candidate relations; ``"hop"`` all of
             them, over the union of their candidates (cheapest); ``"none"`` every entity on its own (the
@@ -489,7 +489,7 @@ def create_knowledge_navigator_graph(
         >>> g.invoke({"question": "what genres are the films directed by [Ron Howard]"},
         ...          context={"hops": 2, "num_variants": 0})               # doctest: +SKIP
     """
-    from kg_agents.graphs.nodes import default_llm
+    from kg_agents.core.nodes import default_llm
 
     if fanout_limit < 1:
         raise ConfigError("fanout_limit must be at least 1")
@@ -512,7 +512,7 @@ def create_knowledge_navigator_graph(
             if hop_classifier is not None:
                 cache["clf"] = hop_classifier
             else:
-                from kg_agents.hops import load_hop_classifier
+                from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 
                 cache["clf"] = load_hop_classifier()
         return cache["clf"]

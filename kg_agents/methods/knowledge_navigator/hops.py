@@ -4,13 +4,13 @@
 :mod:`kg_agents.kg.encoder`) embeds the question and a small softmax-regression head, trained on the
 hop labels of the MetaQA dev-train split, predicts the number of hops ``1..H``. The paper fine-tunes
 BERT; here only the head is trained, so the checkpoint is a few kilobytes and ships in the package
-(``kg_agents/checkpoints/hops/``).
+(``kg_agents/methods/knowledge_navigator/checkpoints/``).
 
 The topic entity is masked before encoding (MetaQA marks it ``[in brackets]``; for other questions the
 linked entity labels are masked), so the head learns the question's relational shape, not its names.
 
 Example:
-    >>> from kg_agents.hops import load_hop_classifier
+    >>> from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
     >>> clf = load_hop_classifier()                                  # doctest: +SKIP
     >>> clf.predict(["who directed the films written by [Babaloo Mandel]"])  # doctest: +SKIP
     [2]
@@ -30,7 +30,7 @@ import numpy as np
 
 from kg_agents.errors import ConfigError, ModelError
 
-CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints" / "hops"
+CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 ENTITY_MASK = "ENTITY"
 _BRACKETS = re.compile(r"\[[^\[\]]*\]")
 _LOCK = threading.Lock()
@@ -189,125 +189,7 @@ def load_hop_classifier(directory: str | Path | None = None) -> HopClassifier:
         return _LOADED[key]
 
 
-# --------------------------------------------------------------------------- training
-def fit_softmax_head(
-    x: np.ndarray,
-    y: np.ndarray,
-    n_classes: int,
-    *,
-    l2: float = 1e-4,
-    epochs: int = 300,
-    lr: float = 0.1,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Multinomial logistic regression by full-batch gradient descent with Adam (numpy, seeded).
-
-    Args:
-        x: features, shape ``(n, dim)``.
-        y: class indices ``0..n_classes-1``, shape ``(n,)``.
-        n_classes: number of classes.
-        l2: weight decay on the weights.
-        epochs: gradient steps.
-        lr: Adam step size.
-        seed: seeds the initial weights.
-
-    Returns:
-        ``(weight (dim, n_classes), bias (n_classes,))``.
-    """
-    if x.ndim != 2 or len(x) != len(y) or len(x) == 0:
-        raise ConfigError(f"bad training data: x {x.shape}, y {y.shape}")
-    rng = np.random.default_rng(seed)
-    n, dim = x.shape
-    w = (rng.standard_normal((dim, n_classes)) * 0.01).astype(np.float64)
-    b = np.zeros(n_classes)
-    onehot = np.eye(n_classes)[y]
-    xd = x.astype(np.float64)
-    m = [np.zeros_like(w), np.zeros_like(b)]
-    v = [np.zeros_like(w), np.zeros_like(b)]
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    for t in range(1, epochs + 1):
-        p = softmax(xd @ w + b)
-        g = (p - onehot) / n
-        grads = [xd.T @ g + l2 * w, g.sum(axis=0)]
-        for i, (param, grad) in enumerate(zip((w, b), grads, strict=True)):
-            m[i] = b1 * m[i] + (1 - b1) * grad
-            v[i] = b2 * v[i] + (1 - b2) * grad * grad
-            param -= lr * (m[i] / (1 - b1**t)) / (np.sqrt(v[i] / (1 - b2**t)) + eps)
-    return w.astype(np.float32), b.astype(np.float32)
-
-
-def train_hop_classifier(
-    *,
-    out_dir: str | Path | None = None,
-    hops: tuple[int, ...] = (1, 2, 3),
-    seed: int = 0,
-    limit_per_hop: int | None = 1500,
-    val_limit_per_hop: int | None = 1000,
-    epochs: int = 300,
-    encoder: Any = None,
-) -> dict[str, Any]:
-    """Train the hop head on the MetaQA dev-train split and report accuracy on dev-validation.
-
-    This is the ``kg-agents train hops`` trainer. Questions come from
-    ``kg_agents.eval.datasets.load_metaqa(h, split=...)`` (the seeded 80/20 split of the MetaQA dev
-    files); the hop label is ``h``.
-
-    Args:
-        out_dir: where to write the checkpoint (default: the bundled ``kg_agents/checkpoints/hops``).
-        hops: the hop counts (classes).
-        seed: seeds the data split, the sub-sample and the head's initialisation.
-        limit_per_hop: at most this many training questions per hop (the first of the seeded split);
-            None for all.
-        val_limit_per_hop: at most this many validation questions per hop; None for all.
-        epochs: gradient steps of the head.
-        encoder: a sentence encoder (default: the shared all-MiniLM-L6-v2).
-
-    Returns:
-        metrics: ``train_accuracy``, ``validation_accuracy``, per-hop validation accuracy, sizes, ``out_dir``.
-    """
-    from kg_agents.eval.datasets import load_metaqa
-
-    classes = sorted(int(h) for h in hops)
-    enc = encoder if encoder is not None else default_encoder()
-    data: dict[str, tuple[list[str], list[int]]] = {}
-    for split in ("train", "validation"):
-        texts: list[str] = []
-        labels: list[int] = []
-        for h in classes:
-            limit = limit_per_hop if split == "train" else val_limit_per_hop
-            qs = list(load_metaqa(h, split=split, seed=seed, limit=limit))
-            texts += [mask_entities(q.question) for q in qs]
-            labels += [classes.index(h)] * len(qs)
-        data[split] = (texts, labels)
-    x_train = encode(enc, data["train"][0])
-    y_train = np.asarray(data["train"][1])
-    w, b = fit_softmax_head(x_train, y_train, len(classes), epochs=epochs, seed=seed)
-    x_val = encode(enc, data["validation"][0])
-    y_val = np.asarray(data["validation"][1])
-    pred_train = (x_train @ w + b).argmax(axis=1)
-    pred_val = (x_val @ w + b).argmax(axis=1)
-    per_hop = {
-        str(h): float((pred_val[y_val == i] == i).mean()) for i, h in enumerate(classes) if (y_val == i).any()
-    }
-    metrics = {
-        "train_accuracy": float((pred_train == y_train).mean()),
-        "validation_accuracy": float((pred_val == y_val).mean()),
-        "validation_accuracy_per_hop": per_hop,
-        "n_train": len(y_train),
-        "n_validation": len(y_val),
-    }
-    meta = {
-        "encoder": "sentence-transformers/all-MiniLM-L6-v2 (frozen, normalised)",
-        "dataset": "metaqa dev, kg_agents.eval.datasets.load_metaqa split='train' (80/20 seeded)",
-        "seed": seed,
-        "limit_per_hop": limit_per_hop,
-        "val_limit_per_hop": val_limit_per_hop,
-        "epochs": epochs,
-        "entity_mask": ENTITY_MASK,
-        **metrics,
-    }
-    target = Path(out_dir) if out_dir is not None else CHECKPOINT_DIR
-    HopClassifier(w, b, classes, meta=meta).save(target)
+def forget_loaded(directory: str | Path) -> None:
+    """Drop the cached classifier of ``directory`` (after a trainer rewrote it)."""
     with _LOCK:
-        _LOADED.pop(str(target.resolve()), None)
-    return {**metrics, "out_dir": str(target)}
+        _LOADED.pop(str(Path(directory).resolve()), None)

@@ -13,7 +13,7 @@ With ``trie=None`` the same beam search runs unconstrained (only ``<PATH>`` is f
 tokens): the ``constrained=False`` ablation of the paper's figure 5.
 
 Example:
-    >>> from kg_agents.llm.constrained import LocalConstrainedDecoder
+    >>> from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
     >>> dec = LocalConstrainedDecoder()                                # doctest: +SKIP
     >>> out = dec.generate(messages, trie, num_beams=10)              # doctest: +SKIP
     >>> out[0].path_text, out[0].continuation                         # doctest: +SKIP
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kg_agents.errors import ModelError
-from kg_agents.llm.base import DecodedPath
-from kg_agents.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
+from kg_agents.methods.gcr.decoding import DecodedPath
+from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
 
 ANSWER_HEADER = "\n# Answer:\n"
 ASSISTANT_PREFIX = "# Reasoning Path:\n"

@@ -11,7 +11,7 @@ the model writes are still parsed and verified; ``trace`` says how many were not
 
 Example:
     >>> from kg_agents import open_kg
-    >>> from kg_agents.graphs.gcr import create_gcr_graph
+    >>> from kg_agents.methods.gcr.graph import create_gcr_graph
     >>> graph = create_gcr_graph(open_kg("metaqa"))                                   # doctest: +SKIP
     >>> out = graph.invoke({"question": "who directed [Splash]"}, context={"num_beams": 5})  # doctest: +SKIP
     >>> out["answers"], [p.to_text() for p in out["paths"]]                          # doctest: +SKIP
@@ -27,15 +27,15 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.graphs.nodes import (
+from kg_agents.core.nodes import (
     error_update,
     make_link_entities_node,
     no_answer_error,
     parse_answers,
     verified_paths_update,
 )
-from kg_agents.graphs.state import (
+from kg_agents.core.prompts import as_prompt
+from kg_agents.core.state import (
     MeteredKG,
     ReasoningInput,
     ReasoningOutput,
@@ -44,9 +44,9 @@ from kg_agents.graphs.state import (
     metered,
     record_usage,
 )
+from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import KnowledgeGraph, Path
-from kg_agents.prompts import as_prompt
-from kg_agents.trie import TrieCache, parse_path_text
+from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
 
 _DEFAULT: Any = object()
 PROMPT_STYLES = ("zero_shot", "few_shot")
@@ -126,8 +126,8 @@ def create_gcr_graph(
         general_llm: overrides ``llm``; ``None`` answers by voting over the hypothesis answers
             (the paper's "w/o general LLM" ablation: one LLM call per question).
         decoder: a ``ConstrainedDecoder`` (the KG-specialised model; default: the embedded local
-            model in a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`), or a spec for
-            :func:`~kg_agents.llm.resolve.resolve_decoder`: ``"local"``, ``"vllm:http://HOST:PORT/v1"``.
+            model in a :class:`~kg_agents.methods.gcr.local_decoder.LocalConstrainedDecoder`), or a spec for
+            :func:`~kg_agents.methods.gcr.decoding.resolve_decoder`: ``"local"``, ``"vllm:http://HOST:PORT/v1"``.
         adapter: a GCR LoRA adapter for the local decoder (the fine-tuned KG-specialised model of
             eq. 8): ``"bundled"`` or a directory from ``kg-agents train gcr``; None: the zero-shot
             local model. Only with ``decoder`` None or ``"local"``.
@@ -137,7 +137,7 @@ def create_gcr_graph(
         constrained: False runs the decoder without the trie (faithfulness ablation).
         prompt_style: ``zero_shot`` (figure 9) or ``few_shot`` (figure 11) decoding prompt.
         fanout_limit, max_paths: KG-Trie construction bounds per entity (hits are in ``trace``).
-        trie_cache: a shared :class:`~kg_agents.trie.TrieCache` (else one is made for this graph).
+        trie_cache: a shared :class:`~kg_agents.methods.gcr.trie.TrieCache` (else one is made for this graph).
         trie_dir: an offline trie directory (``kg-agents build-tries``) the cache reads first.
         cache_size: entities kept in the in-memory LRU of the graph's own cache.
         decode_prompt, reason_prompt: templates overriding ``prompts/gcr/*.txt``.
@@ -163,18 +163,18 @@ def create_gcr_graph(
                 "adapter= applies to the local decoder only; with decoder= a vLLM server or "
                 "your own decoder, merge the adapter into the model it runs instead"
             )
-        from kg_agents.graphs.gcr_train import load_gcr_decoder
+        from kg_agents.methods.gcr.adapter import load_gcr_decoder
 
         decoder = load_gcr_decoder(adapter)
     if isinstance(decoder, str):
-        from kg_agents.llm.resolve import resolve_decoder
+        from kg_agents.methods.gcr.decoding import resolve_decoder
 
         decoder = resolve_decoder(decoder)
     if decoder is None:
-        from kg_agents.llm.constrained import LocalConstrainedDecoder
+        from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
         decoder = LocalConstrainedDecoder()
-    from kg_agents.graphs.nodes import default_llm
+    from kg_agents.core.nodes import default_llm
 
     if general_llm is _DEFAULT:
         general = default_llm(llm)  # a model, a spec such as "local" / "openai:M", or None: the local model

@@ -31,9 +31,15 @@ import numpy as np
 import torch
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.gnn.encoding import Encoder, encode_cached, encoder_dim, encoder_name, get_text_encoder
-from kg_agents.gnn.explorer import DualRExplorer, ExplorationGraph, ExplorerConfig
 from kg_agents.kg.base import KnowledgeGraph
+from kg_agents.methods.dualr.gnn.encoding import (
+    Encoder,
+    encode_cached,
+    encoder_dim,
+    encoder_name,
+    get_text_encoder,
+)
+from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, ExplorerConfig
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ prompt; one example per (question, path). Only MetaQA dev-*train* questions are 
 Training (:func:`train_gcr`, ``kg-agents train gcr``): LoRA adapters (peft) on the local model's
 attention projections, loss on the target tokens only, AdamW with a cosine schedule and warm-up
 (appendix E's recipe scaled down). The adapter is saved with a ``gcr_train.json`` describing the run;
-:func:`load_gcr_decoder` builds a :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder` over
+:func:`load_gcr_decoder` builds a :class:`~kg_agents.methods.gcr.local_decoder.LocalConstrainedDecoder` over
 the base model with the adapter merged (a separate copy: the shared chat model is not changed); the gcr
 graph does it for ``create_gcr_graph(kg, adapter=DIR)`` (``--set adapter=DIR`` on the command line).
 
@@ -30,15 +30,14 @@ from collections.abc import Iterable
 from pathlib import Path as FsPath
 from typing import Any
 
-from kg_agents.errors import ConfigError, ModelError
+from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.paths import shortest_paths
-from kg_agents.trie import format_path
+from kg_agents.methods.gcr.adapter import BASE_MODEL
+from kg_agents.methods.gcr.trie import format_path
 
 #: The base model every GCR adapter here is trained on (the embedded local model).
-BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: The adapter shipped with the package (``adapter="bundled"``).
-BUNDLED_ADAPTER = FsPath(__file__).resolve().parent.parent / "checkpoints" / "gcr" / "metaqa"
 
 
 def gcr_training_examples(
@@ -62,7 +61,7 @@ def gcr_training_examples(
         Dicts ``{"id", "messages" (LangChain messages), "target" (the assistant text after the
         ``# Reasoning Path:`` prefix), "path"}``; questions without a path are skipped.
     """
-    from kg_agents.prompts import as_prompt
+    from kg_agents.core.prompts import as_prompt
 
     template = as_prompt(prompt, "gcr", "decode_zero_shot")
     out = []
@@ -151,8 +150,8 @@ def train_gcr(
 
     from kg_agents.eval.datasets import load_metaqa
     from kg_agents.kg import open_kg
-    from kg_agents.llm.constrained import LocalConstrainedDecoder
     from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
+    from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
@@ -253,60 +252,3 @@ def _portable_config(path: FsPath) -> None:
     cfg = json.loads(path.read_text())
     cfg["base_model_name_or_path"] = BASE_MODEL
     path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-
-
-def resolve_adapter(adapter: str | FsPath) -> FsPath:
-    """The directory of a GCR LoRA adapter: ``"bundled"`` or a path written by ``kg-agents train gcr``.
-
-    Args:
-        adapter: ``"bundled"`` (the package's MetaQA adapter) or a directory holding
-            ``adapter_config.json``.
-
-    Raises:
-        ConfigError: the directory (or the bundled adapter) does not exist or holds no adapter.
-
-    Example:
-        >>> resolve_adapter("runs/gcr-lora")                                              # doctest: +SKIP
-        PosixPath('runs/gcr-lora')
-    """
-    path = BUNDLED_ADAPTER if str(adapter) == "bundled" else FsPath(adapter).expanduser()
-    if not (path / "adapter_config.json").is_file():
-        what = "the bundled GCR adapter" if str(adapter) == "bundled" else "a GCR adapter"
-        raise ConfigError(
-            f"{path} is not {what} (no adapter_config.json there); "
-            "train one with `kg-agents train gcr --set out=DIR` and pass adapter=DIR"
-        )
-    return path
-
-
-def load_gcr_decoder(adapter: str | FsPath, **kwargs: Any) -> Any:
-    """A ``LocalConstrainedDecoder`` over a fresh copy of the local model with a GCR LoRA adapter merged.
-
-    Args:
-        adapter: ``"bundled"`` or an adapter directory (see :func:`resolve_adapter`).
-        **kwargs: options of :class:`~kg_agents.llm.constrained.LocalConstrainedDecoder`.
-
-    Raises:
-        ConfigError: no adapter at ``adapter``.
-        ModelError: the adapter cannot be loaded (e.g. trained on another base model).
-
-    Example:
-        >>> dec = load_gcr_decoder("bundled")                                             # doctest: +SKIP
-        >>> create_gcr_graph(open_kg("metaqa"), decoder=dec)                              # doctest: +SKIP
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from kg_agents.llm.constrained import LocalConstrainedDecoder
-    from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
-
-    path = resolve_adapter(adapter)
-    try:
-        from peft import PeftModel
-
-        tok = load_local_tokenizer()
-        base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
-        model = PeftModel.from_pretrained(base, str(path)).merge_and_unload().eval()
-    except (OSError, ValueError, ImportError, RuntimeError, KeyError) as exc:
-        raise ModelError(f"could not load the GCR adapter at {adapter}: {exc}") from exc
-    return LocalConstrainedDecoder(model, tok, **kwargs)

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from kg_agents.core.state import ReasoningState, metered
 from kg_agents.errors import EndpointError, KGAgentsError, KGError
-from kg_agents.graphs.state import ReasoningState, metered
 from kg_agents.kg.base import KnowledgeGraph, Path, verify_paths
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -57,7 +57,7 @@ def guarded(node: str) -> Callable[[_F], _F]:
     :func:`error_update`; route the node's successors with :func:`end_on_error` so the graph then
     ends. A :class:`~kg_agents.errors.ModelError` (the model server is down) still raises: it concerns
     every question, and the evaluation runner stops on it. Put ``guarded`` under
-    :func:`~kg_agents.graphs.state.metered`, so the calls made before the failure are still counted.
+    :func:`~kg_agents.core.state.metered`, so the calls made before the failure are still counted.
 
     Example:
         >>> from kg_agents.errors import KGError

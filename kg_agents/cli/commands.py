@@ -70,7 +70,7 @@ class MethodSetup:
     def from_args(
         cls, name: str, settings: Sequence[str], model_spec: str | None, max_tokens: int | None = None
     ) -> MethodSetup:
-        from kg_agents.graphs.registry import get_method
+        from kg_agents.core.registry import get_method
         from kg_agents.options import keyword_options, parse_options
 
         spec = get_method(name)
@@ -84,7 +84,7 @@ class MethodSetup:
 
     def build(self, kg: Any) -> Any:
         """Build the graph over ``kg`` (the chat model is resolved once, on first need)."""
-        from kg_agents.graphs.registry import get_method
+        from kg_agents.core.registry import get_method
 
         options = dict(self.factory_options)
         if self.model_spec is not None and "llm" not in options:
@@ -95,7 +95,7 @@ class MethodSetup:
 
     def context(self, graph: Any) -> Any:
         """The per-run context from the settings that are not factory options (None when none)."""
-        from kg_agents.graphs.registry import get_method
+        from kg_agents.core.registry import get_method
         from kg_agents.options import keyword_options, parse_options
 
         schema = getattr(graph, "context_schema", None)
@@ -180,7 +180,7 @@ def _print_answer(out: dict[str, Any], kg: Any) -> None:
 
 # --------------------------------------------------------------------------- commands
 def cmd_methods(args: argparse.Namespace) -> int:
-    from kg_agents.graphs.registry import list_methods
+    from kg_agents.core.registry import list_methods
 
     methods = list_methods()
     width = max((len(m.name) for m in methods), default=0)
@@ -314,7 +314,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from kg_agents.train import get_trainer, list_trainers, run_trainer
+    from kg_agents.core.registry import get_trainer, list_trainers, run_trainer
 
     if not args.what:
         trainers = list_trainers()
@@ -331,7 +331,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_build_tries(args: argparse.Namespace) -> int:
     """Offline KG-Tries (GCR, appendix B) for a file of entities or a dataset's topic entities."""
-    from kg_agents.trie import build_tries_command
+    from kg_agents.methods.gcr.build_tries import build_tries_command
 
     if (args.entities is None) == (args.dataset is None):
         raise ConfigError("build-tries needs exactly one of --entities FILE or --dataset NAME")

@@ -5,7 +5,7 @@
   fan-out limit), keeps what it fetched as integer arrays, and encodes each relation once.
 - :class:`DualRExplorer` is the GNN: the topic entities start from the question encoding, each layer
   expands the entities that entered the candidate set at the previous layer, weighs every edge with
-  :class:`~kg_agents.gnn.conv.DualRConv` (eq. 1), keeps the top-K edges of each question (K per layer),
+  :class:`~.conv.DualRConv` (eq. 1), keeps the top-K edges of each question (K per layer),
   propagates (eq. 2), and scores every candidate with an MLP and a softmax (eq. 3). An identity edge lets
   each candidate keep its state, so the candidates are :math:`\\tilde C^0 \\cup \\dots \\cup \\tilde C^L`.
 - :class:`Exploration` holds the result of one batch: candidate probabilities, the kept edges of each
@@ -39,9 +39,15 @@ import torch
 from torch import Tensor, nn
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.gnn.conv import DualRConv
-from kg_agents.gnn.encoding import DEFAULT_ENCODER, Encoder, encode_cached, encoder_dim, relation_text
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path
+from kg_agents.methods.dualr.gnn.conv import DualRConv
+from kg_agents.methods.dualr.gnn.encoding import (
+    DEFAULT_ENCODER,
+    Encoder,
+    encode_cached,
+    encoder_dim,
+    relation_text,
+)
 
 _KEY = 1 << 32  # node key = question index * _KEY + entity id
 
@@ -80,7 +86,7 @@ class ExplorationGraph:
     Entities are given small integer ids as they are met; their neighbour lists (both directions, at
     most ``fanout_limit`` per entity) are fetched with one ``neighbors_many`` call per expansion and
     kept as arrays (at most ``max_cached`` entities; the cache is cleared when full). Relations are
-    encoded once with ``encoder`` (cached on disk by :func:`~kg_agents.gnn.encoding.encode_cached`).
+    encoded once with ``encoder`` (cached on disk by :func:`~.encoding.encode_cached`).
 
     Args:
         kg: any :class:`~kg_agents.kg.base.KnowledgeGraph`.
