@@ -186,7 +186,7 @@ def test_unreachable_server_is_a_model_error_naming_the_url_and_the_graph_record
     g = create_gcr_graph(kg, llm=FakeListChatModel(responses=["unused"]), decoder=f"vllm:{url}", num_beams=2)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert out["answers"] == [] and out["paths"] == []
-    assert any(e.startswith("decode") and url in e for e in out["errors"])
+    assert any(e["node"] == "decode" and url in e["message"] for e in out["errors"])
 
 
 # --------------------------------------------------------------------------- real vLLM server

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
-from kg_agents.core.nodes import parse_answers
+from kg_agents.core.answers import parse_answers
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.baselines.graph import create_graph_rag_graph, create_llm_only_graph

@@ -158,11 +158,11 @@ def test_gcr_bad_input_ends_with_errors(kg, decoder):
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and out["errors"] and out["usage"]["llm_calls"] == 0
     out = g.invoke({"question": "who?", "topic_entities": ["Nobody At All"]})
-    assert out["answers"] == [] and any("unknown" in e for e in out["errors"])
+    assert out["answers"] == [] and any("unknown" in e["message"] for e in out["errors"])
     isolated = MemoryKG([*CONTRACT_TRIPLES, ("Lonely", "r", "Lonely")])
     g2 = create_gcr_graph(isolated, llm=llm, decoder=decoder, num_beams=2, max_hops=1)
     out = g2.invoke({"question": "q", "topic_entities": ["Lonely"]})
-    assert out["answers"] == [] and any(e.startswith("get_trie") for e in out["errors"])
+    assert out["answers"] == [] and any(e["node"] == "get_trie" for e in out["errors"])
     with pytest.raises(ConfigError):
         create_gcr_graph(kg, llm=llm, decoder=decoder, prompt_style="nope")
 
@@ -249,11 +249,11 @@ def test_decoder_single_beam(kg, decoder):
 
 def test_general_llm_spec_strings_resolve(kg, decoder, monkeypatch):
     """``general_llm="local"`` (as ``--set general_llm=local`` gives) resolves like ``llm``, not used raw."""
-    import kg_agents.llm as llm_pkg
+    import kg_agents.core.models as models
 
     fake = FakeListChatModel(responses=["Ron Howard"])
     seen = []
-    monkeypatch.setattr(llm_pkg, "resolve_chat_model", lambda spec, **kw: seen.append(spec) or fake)
+    monkeypatch.setattr(models, "resolve_chat_model", lambda spec, **kw: seen.append(spec) or fake)
     g = create_gcr_graph(kg, general_llm="local", decoder=decoder, num_beams=2)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert seen == ["local"] and out["answers"] == ["Ron Howard"]

@@ -14,6 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core.records import error_text
 from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
@@ -414,9 +415,11 @@ def test_bad_options_and_bad_input():
     llm = RuleModel(rules=agent_rules())
     g = create_graph_agent_graph(KG, llm=llm)
     out = g.invoke({"question": "  "})
-    assert out["answers"] == [] and out["errors"] == ["prepare: empty question"]
+    assert out["answers"] == [] and list(map(error_text, out["errors"])) == [
+        "prepare: ReasoningError: empty question"
+    ]
     out = g.invoke(Q, context={"evaluator": "vote"})
-    assert out["answers"] == [] and "evaluator must be one of" in out["errors"][0]
+    assert out["answers"] == [] and "evaluator must be one of" in out["errors"][0]["message"]
     assert sum(llm.calls.values()) == 0
 
 
@@ -433,7 +436,9 @@ def test_unknown_topic_entity_is_recorded():
     out = create_graph_agent_graph(KG, llm=RuleModel(rules=agent_rules())).invoke(
         {"question": "who directed it", "topic_entities": ["Nope Movie"]}
     )
-    assert out["errors"] == ["prepare: unknown topic entities ['Nope Movie']"]
+    assert list(map(error_text, out["errors"])) == [
+        "prepare: NoEntity: unknown topic entities ['Nope Movie']"
+    ]
 
 
 def test_stream_batch_checkpointer():
@@ -541,6 +546,6 @@ def test_model_errors_are_recorded_not_raised():
     llm = RuleModel(rules=[(SCORE, boom), (FINAL, boom), (STEP, LOOKING)])
     out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=1).invoke(Q)
     assert out["answers"] == []
-    assert out["errors"] == ["score: ModelError: the model server is down"] * 2 + [
+    assert list(map(error_text, out["errors"])) == ["score: ModelError: the model server is down"] * 2 + [
         "answer: ModelError: the model server is down"
     ]

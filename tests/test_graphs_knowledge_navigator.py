@@ -249,7 +249,7 @@ def test_bad_options_recorded_not_raised(kg, context, msg):
     out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context=context
     )
-    assert out["answers"] == [] and out["paths"] == [] and msg in out["errors"][0]
+    assert out["answers"] == [] and out["paths"] == [] and msg in out["errors"][0]["message"]
     assert out["usage"]["llm_calls"] == 0
 
 
@@ -259,7 +259,7 @@ def test_empty_question_and_unknown_entity_end(kg):
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and out["errors"]
     out = g.invoke({"question": "who is [Nobody]", "topic_entities": ["Nobody Known"]})
-    assert out["answers"] == [] and "unknown topic entities" in out["errors"][0]
+    assert out["answers"] == [] and "unknown topic entities" in out["errors"][0]["message"]
     assert out["usage"]["llm_calls"] == 0
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core.records import error_text
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -58,8 +59,8 @@ def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):
     assert len(again.triples) == len(kg)
     # whole-KG scope needs no topic entity: the linking error is noted, the question still answered
     out = g.invoke({"question": "who directed the film about a mermaid"}, context={"top_k": 2})
-    assert out["answers"] == ["Penny Marshall"] and out["errors"] == [
-        "link_entities: no entity of the KG found in the question"
+    assert out["answers"] == ["Penny Marshall"] and list(map(error_text, out["errors"])) == [
+        "link_entities: NoEntity: no entity of the KG found in the question"
     ]
 
 

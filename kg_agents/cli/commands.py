@@ -23,17 +23,16 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import re
 import sys
 import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kg_agents.core.records import error_text, run_level_errors
 from kg_agents.errors import ConfigError, DataFormatError, KGAgentsError, KGError, ModelError
 
 DEMO_QUESTION = "who directed [Splash]"
-_RUN_LEVEL = re.compile(r"\b(EndpointError|ModelError)\b")
 
 
 # --------------------------------------------------------------------------- building blocks
@@ -135,10 +134,9 @@ def _check_question(question: str) -> str:
     return question.strip()
 
 
-def _raise_run_level(errors: Sequence[str]) -> None:
-    for e in errors:
-        if _RUN_LEVEL.search(e):
-            raise (ModelError if "ModelError" in e else KGError)(e)
+def _raise_run_level(errors: Sequence[Any]) -> None:
+    for e in run_level_errors(errors):
+        raise (ModelError if e["type"] == "ModelError" else KGError)(error_text(e))
 
 
 def output_to_json(out: dict[str, Any], question: str) -> dict[str, Any]:
@@ -175,7 +173,7 @@ def _print_answer(out: dict[str, Any], kg: Any) -> None:
         f"{float(u.get('seconds', 0.0)):.2f} s"
     )
     for e in out.get("errors") or []:
-        print(f"Note: {e}")
+        print(f"Note: {error_text(e)}")
 
 
 # --------------------------------------------------------------------------- commands

@@ -1,28 +1,27 @@
-"""The input/output contract every reasoning graph shares, and usage metering.
+"""The input/output contract every reasoning graph shares.
 
 Input: ``{"question": str, "topic_entities": list[str] | None}``.
 Output: ``answers``, ``paths`` (each verified against the KG), ``evidence``, ``usage``, ``trace``,
-``errors``.
-
-Usage is measured, not estimated by each node: wrap a node with :func:`metered` and it reports, as
-a partial ``usage`` update, the KG calls made through a :class:`MeteredKG`, the LLM calls and
-tokens made through :func:`invoke_llm`, and its wall-clock seconds. The ``usage`` reducer adds the
-updates of all nodes (also across parallel branches).
+``errors`` (:class:`ErrorRecord` each). ``usage`` is measured per node (:mod:`kg_agents.core.metering`)
+and added up by its reducer, also across parallel branches.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import operator
-import time
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage
+from kg_agents.kg.base import Path
 
-from kg_agents.kg.base import Direction, KnowledgeGraph, Path, TripleList
+__all__ = [
+    "USAGE_KEYS",
+    "ErrorRecord",
+    "ReasoningInput",
+    "ReasoningOutput",
+    "ReasoningState",
+    "Usage",
+    "add_usage",
+]
 
 USAGE_KEYS = ("llm_calls", "input_tokens", "output_tokens", "kg_calls", "seconds")
 
@@ -47,6 +46,25 @@ def add_usage(a: Usage | None, b: Usage | None) -> Usage:
     return out  # type: ignore[return-value]
 
 
+class ErrorRecord(TypedDict):
+    """One problem a graph met with a question, recorded instead of raised.
+
+    Attributes:
+        node: the node that met it.
+        type: the exception class (``EndpointError``, ``ModelError``...) or a name for a problem that
+            is not an exception (``NoAnswer``, ``NoEntity``, ``EmptyQuestion``...).
+        message: what happened, for a person.
+        endpoint: the SPARQL endpoint that failed, for an ``EndpointError``; else None.
+        halted: True when the graph ended the question because of it.
+    """
+
+    node: str
+    type: str
+    message: str
+    endpoint: str | None
+    halted: bool
+
+
 class ReasoningInput(TypedDict):
     """What every reasoning graph takes."""
 
@@ -63,7 +81,7 @@ class ReasoningOutput(TypedDict, total=False):
     evidence: list[str]
     usage: Usage
     trace: list[dict[str, Any]]
-    errors: list[str]
+    errors: list[ErrorRecord]
 
 
 class ReasoningState(TypedDict, total=False):
@@ -80,160 +98,4 @@ class ReasoningState(TypedDict, total=False):
     evidence: Annotated[list[str], operator.add]
     usage: Annotated[Usage, add_usage]
     trace: Annotated[list[dict[str, Any]], operator.add]
-    errors: Annotated[list[str], operator.add]
-
-
-# --------------------------------------------------------------------------- metering
-class _Meter:
-    __slots__ = ("usage",)
-
-    def __init__(self) -> None:
-        self.usage: dict[str, Any] = {k: 0 for k in USAGE_KEYS}
-
-
-_METER: ContextVar[_Meter | None] = ContextVar("kg_agents_meter", default=None)
-
-
-def _count(key: str, n: int = 1) -> None:
-    m = _METER.get()
-    if m is not None:
-        m.usage[key] = m.usage.get(key, 0) + n
-
-
-def metered(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a graph node so it adds its KG calls, LLM calls, tokens and seconds to ``usage``.
-
-    Works for sync and async nodes with any LangGraph node signature.
-    """
-
-    def _finish(meter: _Meter, t0: float, result: Any) -> Any:
-        meter.usage["seconds"] = time.perf_counter() - t0
-        if isinstance(result, dict):
-            result = dict(result)
-            result["usage"] = add_usage(result.get("usage"), meter.usage)  # type: ignore[arg-type]
-        return result
-
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def awrapper(*args: Any, **kwargs: Any) -> Any:
-            meter = _Meter()
-            token = _METER.set(meter)
-            t0 = time.perf_counter()
-            try:
-                result = await fn(*args, **kwargs)
-            finally:
-                _METER.reset(token)
-            return _finish(meter, t0, result)
-
-        return awrapper
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        meter = _Meter()
-        token = _METER.set(meter)
-        t0 = time.perf_counter()
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            _METER.reset(token)
-        return _finish(meter, t0, result)
-
-    return wrapper
-
-
-def record_llm_usage(message: BaseMessage) -> None:
-    """Count one LLM call and its tokens (from ``usage_metadata``) on the current node's meter."""
-    _count("llm_calls")
-    meta = getattr(message, "usage_metadata", None) or {}
-    _count("input_tokens", int(meta.get("input_tokens", 0) or 0))
-    _count("output_tokens", int(meta.get("output_tokens", 0) or 0))
-
-
-def record_usage(**counts: int) -> None:
-    """Add arbitrary counts (``llm_calls=1, input_tokens=...``) to the current node's meter.
-
-    For model calls that do not go through a chat model (a constrained decoder, a GNN).
-    """
-    for k, v in counts.items():
-        _count(k, int(v))
-
-
-def invoke_llm(llm: Any, messages: Sequence[BaseMessage] | str, **kwargs: Any) -> AIMessage:
-    """Call a chat model and record the call and its tokens on the current node's meter."""
-    msg = llm.invoke(messages, **kwargs)
-    record_llm_usage(msg)
-    return msg  # type: ignore[no-any-return]
-
-
-async def ainvoke_llm(llm: Any, messages: Sequence[BaseMessage] | str, **kwargs: Any) -> AIMessage:
-    """Async :func:`invoke_llm`."""
-    msg = await llm.ainvoke(messages, **kwargs)
-    record_llm_usage(msg)
-    return msg  # type: ignore[no-any-return]
-
-
-class MeteredKG:
-    """A ``KnowledgeGraph`` proxy that counts every call on the current node's meter.
-
-    Graph factories wrap the KG they are given (``MeteredKG(kg)``); nodes use it like the KG.
-    """
-
-    def __init__(self, kg: KnowledgeGraph) -> None:
-        self.inner: KnowledgeGraph = kg.inner if isinstance(kg, MeteredKG) else kg
-        self.name = getattr(self.inner, "name", "kg")
-
-    def __repr__(self) -> str:
-        return f"MeteredKG({self.inner!r})"
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self.inner, item)
-
-    def has_entity(self, entity: str) -> bool:
-        _count("kg_calls")
-        return self.inner.has_entity(entity)
-
-    def label(self, entity: str) -> str:
-        _count("kg_calls")
-        return self.inner.label(entity)
-
-    def features(self, entity: str) -> dict[str, str]:
-        _count("kg_calls")
-        return self.inner.features(entity)
-
-    def relations(self, entity: str, direction: Direction = "out") -> list[str]:
-        _count("kg_calls")
-        return self.inner.relations(entity, direction)
-
-    def neighbors(
-        self, entity: str, relation: str | None = None, direction: Direction = "out", limit: int | None = None
-    ) -> TripleList:
-        _count("kg_calls")
-        return self.inner.neighbors(entity, relation, direction, limit)
-
-    def neighbors_many(
-        self,
-        entities: Sequence[str],
-        relation: str | None = None,
-        direction: Direction = "out",
-        limit: int | None = None,
-    ) -> dict[str, TripleList]:
-        _count("kg_calls")
-        return self.inner.neighbors_many(entities, relation, direction, limit)
-
-    def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int:
-        _count("kg_calls")
-        return self.inner.degree(entity, relation, direction)
-
-    def has_triple(self, head: str, relation: str, tail: str) -> bool:
-        _count("kg_calls")
-        return self.inner.has_triple(head, relation, tail)
-
-    def all_relations(self) -> list[str]:
-        return self.inner.all_relations()
-
-    def iter_labels(self) -> Any:
-        return self.inner.iter_labels()
-
-    def fingerprint(self) -> str:
-        return self.inner.fingerprint()
+    errors: Annotated[list[ErrorRecord], operator.add]

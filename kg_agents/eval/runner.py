@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kg_agents.core.records import error_text
 from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelError
 from kg_agents.eval.metrics import METRIC_KEYS, SUMMARY_KEYS, score_aliased, summarize
 from kg_agents.kg.base import Path as KGPath
@@ -164,23 +165,23 @@ def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, 
     return rec
 
 
-def _endpoint_step(res: Any) -> dict[str, Any] | None:
+def _endpoint_record(res: Any) -> dict[str, Any] | None:
     out = res[0] if isinstance(res, tuple) else res
-    for step in (out.get("trace") if isinstance(out, dict) else None) or []:
-        if isinstance(step, dict) and step.get("endpoint"):
-            return step
+    for rec in (out.get("errors") if isinstance(out, dict) else None) or []:
+        if isinstance(rec, dict) and rec.get("endpoint"):
+            return rec
     return None
 
 
 def endpoint_failure(out: dict[str, Any]) -> str | None:
     """The error of a graph run that ended because a KG endpoint failed, or None.
 
-    Graphs record such a failure in their trace (a step with ``endpoint``, see
-    :func:`kg_agents.core.nodes.error_update`) and end; the runner counts the question as an error,
+    Graphs record such a failure as an error record with its ``endpoint`` (see
+    :func:`kg_agents.core.records.error_update`) and end; the runner counts the question as an error,
     not as a wrong answer, so that a rerun tries it again.
     """
-    step = _endpoint_step(out)
-    return f"{step.get('node')}: {step.get('error')}" if step else None
+    rec = _endpoint_record(out)
+    return error_text(rec) if rec else None
 
 
 async def run_eval(
@@ -284,12 +285,12 @@ async def run_eval(
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 fh.flush()
                 bar.update(1)
-                failure = _endpoint_step(res) if not isinstance(res, BaseException) else None
+                failure = _endpoint_record(res) if not isinstance(res, BaseException) else None
                 failed_in_a_row = failed_in_a_row + 1 if failure else 0
                 if failure and failed_in_a_row >= max_endpoint_failures:
                     raise EndpointError(
                         str(failure["endpoint"]),
-                        f"{failed_in_a_row} questions in a row failed on it; last: {failure.get('error')}",
+                        f"{failed_in_a_row} questions in a row failed on it; last: {error_text(failure)}",
                     )
     finally:
         bar.close()

@@ -34,6 +34,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from kg_agents.core.records import error_text
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
 
@@ -408,7 +409,7 @@ def reasoning_tool(
         answers = list(out.get("answers") or [])
         errors = list(out.get("errors") or [])
         if not answers and errors:
-            raise ToolException("The reasoning graph found no answer: " + "; ".join(errors))
+            raise ToolException("The reasoning graph found no answer: " + "; ".join(map(error_text, errors)))
         text = "Answers: " + (" | ".join(answers) if answers else "(none found)")
         paths = [p.to_text() for p in (out.get("paths") or [])][:max_paths]
         if paths:

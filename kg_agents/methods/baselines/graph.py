@@ -27,25 +27,13 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.core.nodes import (
-    default_llm,
-    end_on_error,
-    error_update,
-    guarded,
-    make_link_entities_node,
-    no_answer_error,
-    parse_answers,
-    verified_paths_update,
-)
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered
+from kg_agents.core.models import default_llm
+from kg_agents.core.nodes import make_link_entities_node, verified_paths_update
 from kg_agents.core.prompts import as_prompt
-from kg_agents.core.state import (
-    MeteredKG,
-    ReasoningInput,
-    ReasoningOutput,
-    ReasoningState,
-    invoke_llm,
-    metered,
-)
+from kg_agents.core.records import end_on_error, error_update, guarded, no_answer_error
+from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.kg.base import KnowledgeGraph, Path, Triple
 
 

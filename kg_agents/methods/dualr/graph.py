@@ -29,25 +29,13 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.core.nodes import (
-    default_llm,
-    end_on_error,
-    error_update,
-    guarded,
-    make_link_entities_node,
-    no_answer_error,
-    parse_answers,
-    verified_paths_update,
-)
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered
+from kg_agents.core.models import default_llm
+from kg_agents.core.nodes import make_link_entities_node, verified_paths_update
 from kg_agents.core.prompts import as_prompt
-from kg_agents.core.state import (
-    MeteredKG,
-    ReasoningInput,
-    ReasoningOutput,
-    ReasoningState,
-    invoke_llm,
-    metered,
-)
+from kg_agents.core.records import end_on_error, error_record, error_update, guarded, no_answer_error
+from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import KnowledgeGraph, Path
 
@@ -100,7 +88,7 @@ def parse_choice(text: str, options: list[str]) -> tuple[int | None, list[str]]:
     Returns ``(index of the chosen option or None, free answers)``. A label is recognised as
     ``B.``/``B)``/``(B)``/``option B``/``answer is B`` or a lone ``B``; failing that, an option named in
     the text (the longest match first); failing that, the answers of
-    :func:`~kg_agents.core.nodes.parse_answers`.
+    :func:`~kg_agents.core.answers.parse_answers`.
 
     Example:
         >>> parse_choice("The correct answer is B. Miller Park.", ["Seattle Pilots", "Miller Park"])
@@ -256,7 +244,13 @@ def create_dualr_graph(
         update: dict[str, Any] = {"candidates": cands, "explored": explored, "trace": [trace]}
         if not cands:
             update.update(
-                answers=[], paths=[], errors=["explore: no candidate reached from the topic entities"]
+                answers=[],
+                paths=[],
+                errors=[
+                    error_record(
+                        "explore", "no candidate reached from the topic entities", type="NoCandidate"
+                    )
+                ],
             )
         return update
 

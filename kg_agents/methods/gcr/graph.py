@@ -27,23 +27,12 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.core.nodes import (
-    error_update,
-    make_link_entities_node,
-    no_answer_error,
-    parse_answers,
-    verified_paths_update,
-)
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
+from kg_agents.core.nodes import make_link_entities_node, verified_paths_update
 from kg_agents.core.prompts import as_prompt
-from kg_agents.core.state import (
-    MeteredKG,
-    ReasoningInput,
-    ReasoningOutput,
-    ReasoningState,
-    invoke_llm,
-    metered,
-    record_usage,
-)
+from kg_agents.core.records import error_record, error_update, no_answer_error
+from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import KnowledgeGraph, Path
 from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
@@ -174,7 +163,7 @@ def create_gcr_graph(
         from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
         decoder = LocalConstrainedDecoder()
-    from kg_agents.core.nodes import default_llm
+    from kg_agents.core.models import default_llm
 
     if general_llm is _DEFAULT:
         general = default_llm(llm)  # a model, a spec such as "local" / "openai:M", or None: the local model
@@ -303,7 +292,9 @@ def create_gcr_graph(
                 "trace": [{"node": "reason", "mode": "vote", "answers": answers}],
             }
             if not answers:
-                update["errors"] = ["reason: the decoded paths carry no answer to vote on"]
+                update["errors"] = [
+                    error_record("reason", "the decoded paths carry no answer to vote on", type="NoAnswer")
+                ]
             return update
         messages = reason_template.format_messages(question=state["question"], paths=format_paths(decoded))
         try:
@@ -330,7 +321,7 @@ def create_gcr_graph(
     def end_empty(state: GCRState) -> dict[str, Any]:
         errs = state.get("errors") or []
         update: dict[str, Any] = {"answers": state.get("answers") or [], "paths": []}
-        if not any(e.startswith("decode") for e in errs):
+        if not any(e["node"] == "decode" for e in errs):
             update.update(error_update("decode", "the decoder returned no complete reasoning path"))
         return update
 

@@ -69,23 +69,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 
-from kg_agents.core.nodes import (
-    default_llm,
-    error_update,
-    guarded,
-    parse_answers,
-    resolve_entities,
-    verified_paths_update,
-)
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered
+from kg_agents.core.models import default_llm
+from kg_agents.core.nodes import resolve_entities, verified_paths_update
 from kg_agents.core.prompts import as_prompt
-from kg_agents.core.state import (
-    MeteredKG,
-    ReasoningInput,
-    ReasoningOutput,
-    ReasoningState,
-    invoke_llm,
-    metered,
-)
+from kg_agents.core.records import error_record, error_update, guarded
+from kg_agents.core.state import ErrorRecord, ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError, KGError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Path, Triple
 from kg_agents.tools.kg_tools import KGToolbox, kg_toolkit
@@ -781,13 +771,15 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         if not question:
             return _halt_prepare("empty question", settings=settings)
         given = state.get("topic_entities") or []
-        errors: list[str] = []
+        errors: list[ErrorRecord] = []
         ids: list[str] = []
         try:
             if given:
                 ids, unknown = resolve_entities(kg, index, given)
                 if unknown:
-                    errors.append(f"prepare: unknown topic entities {unknown}")
+                    errors.append(
+                        error_record("prepare", f"unknown topic entities {unknown}", type="NoEntity")
+                    )
             else:
                 for m in re.findall(r"\[([^\[\]]+)\]", question):  # MetaQA marks the topic entity [so]
                     ids.extend(box.lookup(m)[:1])
@@ -797,7 +789,7 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
             try:
                 ids = list(index.topic_entities(question))
             except KGAgentsError as exc:
-                errors.append(f"prepare: {type(exc).__name__}: {exc}")
+                errors.append(error_record("prepare", exc))
         root = {
             "id": _ROOT,
             "parents": [],
@@ -1090,7 +1082,7 @@ def _build_graph(method: _Method, defaults: dict[str, Any], *, index: Any, check
         ]
         update.update(answers=answers, evidence=evidence[:100])
         if not answers:
-            update["errors"] = [f"answer: no answer ({how})"]
+            update["errors"] = [error_record("answer", f"no answer ({how})", type="NoAnswer")]
         return update
 
     g = StateGraph(

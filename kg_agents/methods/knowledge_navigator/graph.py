@@ -44,24 +44,12 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from kg_agents.core.nodes import (
-    end_on_error,
-    error_update,
-    guarded,
-    make_link_entities_node,
-    no_answer_error,
-    parse_answers,
-    verified_paths_update,
-)
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered
+from kg_agents.core.nodes import make_link_entities_node, verified_paths_update
 from kg_agents.core.prompts import as_prompt
-from kg_agents.core.state import (
-    MeteredKG,
-    ReasoningInput,
-    ReasoningOutput,
-    ReasoningState,
-    invoke_llm,
-    metered,
-)
+from kg_agents.core.records import end_on_error, error_record, error_update, guarded, no_answer_error
+from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import Direction, KnowledgeGraph, Path, Triple, check_direction
 
@@ -489,7 +477,7 @@ def create_knowledge_navigator_graph(
         >>> g.invoke({"question": "what genres are the films directed by [Ron Howard]"},
         ...          context={"hops": 2, "num_variants": 0})               # doctest: +SKIP
     """
-    from kg_agents.core.nodes import default_llm
+    from kg_agents.core.models import default_llm
 
     if fanout_limit < 1:
         raise ConfigError("fanout_limit must be at least 1")
@@ -546,7 +534,13 @@ def create_knowledge_navigator_graph(
             except KGAgentsError as exc:
                 hops = _clip_hops(ctx.max_hops, ctx.max_hops)
                 info["hops_source"] = "fallback max_hops"
-                update["errors"].append(f"analyse_question: hop classifier unavailable ({exc}); using {hops}")
+                update["errors"].append(
+                    error_record(
+                        "analyse_question",
+                        f"hop classifier unavailable ({exc}); using {hops}",
+                        type="Fallback",
+                    )
+                )
         info["hops"] = hops
         variants: list[str] = []
         if ctx.num_variants > 0:

@@ -1,0 +1,66 @@
+"""Where kg-agents keeps its caches, and writing files so that a crash never leaves half of one.
+
+Every cache (converted model, entity index, KG-Tries, encodings) lives under :func:`cache_root`
+(``$KG_AGENTS_CACHE``, else ``~/.cache/kg_agents``). Every file a run writes for later reads goes
+through :func:`atomic_write` or :func:`atomic_target`: written to a temporary file in the same
+folder, flushed, then renamed into place, so a reader sees the old file or the new one, never a part.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "x.json"
+    >>> atomic_write(target, '{"ok": true}')
+    >>> target.read_text()
+    '{"ok": true}'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_target", "atomic_write", "cache_root"]
+
+
+def cache_root(*parts: str) -> Path:
+    """The kg-agents cache folder (``$KG_AGENTS_CACHE`` or ``~/.cache/kg_agents``), joined with ``parts``.
+
+    Example:
+        >>> cache_root("index").name
+        'index'
+    """
+    base = os.environ.get("KG_AGENTS_CACHE")
+    root = Path(base).expanduser() if base else Path.home() / ".cache" / "kg_agents"
+    return root.joinpath(*parts)
+
+
+@contextlib.contextmanager
+def atomic_target(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; when the block ends without error, rename it to ``path``.
+
+    For writers that want a file name (``np.save``, ``torch.save``, ``faiss.write_index``). ``suffix``
+    is the temporary file's ending (``np.save`` appends ``.npy`` unless the name ends with it). On an
+    error the temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and a rename."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_target(path) as tmp:
+        tmp.write_bytes(raw)

@@ -1,0 +1,38 @@
+"""Text that every method derives from KG ids and questions: readable relations, bracketed entities.
+
+Example:
+    >>> relation_words("directed_by"), relation_words("http://example.org/rel/has_genre")
+    ('directed by', 'has genre')
+    >>> bracketed("what movies did [Babaloo Mandel] write")
+    ['Babaloo Mandel']
+    >>> unbracket("what movies did [Babaloo Mandel] write")
+    'what movies did Babaloo Mandel write'
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["BRACKETED", "bracketed", "relation_words", "unbracket"]
+
+#: A ``[bracketed]`` span: how MetaQA marks a question's topic entity.
+BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def relation_words(relation: str) -> str:
+    """A relation id made readable: an IRI's last segment, ``_`` and ``.`` read as spaces.
+
+    Freebase ``people.person.place_of_birth`` gives ``"people person place of birth"``.
+    """
+    rel = re.split(r"[/#]", relation.rstrip("/#>"))[-1] if "/" in relation or "#" in relation else relation
+    return re.sub(r"[._\s]+", " ", rel).strip() or relation
+
+
+def bracketed(question: str) -> list[str]:
+    """The ``[bracketed]`` spans of ``question``, stripped, in order."""
+    return [s.strip() for s in BRACKETED.findall(question) if s.strip()]
+
+
+def unbracket(question: str) -> str:
+    """``question`` with its brackets removed (the text inside is kept)."""
+    return BRACKETED.sub(r"\1", question)
