@@ -13,7 +13,7 @@ from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
 from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT, create_dualr_graph, format_option, parse_choice
 from kg_agents.methods.dualr.train import TrainConfig, train_dualr
-from tests.test_gnn_dualr import TINY_QUESTIONS
+from tests.methods.dualr.test_gnn import TINY_QUESTIONS
 
 NODES = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
 

@@ -15,7 +15,7 @@ from kg_agents.eval.metrics import SUMMARY_KEYS
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from tests.scripted import KeyedChat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Penny Marshall"}
 
 
@@ -205,7 +205,7 @@ def toy_trainer(*, steps: int = 1, name: str = "toy") -> dict[str, object]:
 
 
 def test_train_registry(capsys):
-    register_trainer("toy", "tests.test_cli:toy_trainer", "a toy trainer")
+    register_trainer("toy", "tests.cli.test_commands:toy_trainer", "a toy trainer")
     try:
         assert cli.main(["train"]) == 0
         assert "toy  a toy trainer" in capsys.readouterr().out
@@ -362,7 +362,7 @@ def test_build_tries_from_a_file_then_resume_and_limits(capsys, kg_file, tmp_pat
     from kg_agents.kg import open_kg
     from kg_agents.methods.gcr.graph import create_gcr_graph
     from kg_agents.methods.gcr.trie import TrieCache
-    from tests.gcr_helpers import tiny_decoder
+    from tests.methods.gcr.helpers import tiny_decoder
 
     ents = tmp_path / "entities.txt"
     ents.write_text("Splash\nBig\n\nNobody At All\n", encoding="utf-8")

@@ -115,7 +115,7 @@ def build(method: str, options: tuple[tuple[str, Any], ...], kg: Any = KG) -> tu
     model = GarbageModel()
     opts = dict(options)
     if method == "gcr":
-        from tests.gcr_helpers import tiny_decoder
+        from tests.methods.gcr.helpers import tiny_decoder
 
         opts["decoder"] = tiny_decoder(max_answer_tokens=4)
     if method == "text_rag":

@@ -32,9 +32,9 @@ from kg_agents.kg import SparqlKG, verify_path
 from kg_agents.kg.servers import OxigraphServer
 from kg_agents.kg.testing import write_contract_ntriples
 from tests.faultproxy import FaultProxy
+from tests.integration.test_garbage import CASE_IDS, CASES, CONTEXT, QUESTION, build
 from tests.scripted_models import RuleModel
 from tests.servers import CONTRACT_GRAPH, CONTRACT_PROFILE, METAQA_GRAPH
-from tests.test_garbage import CASE_IDS, CASES, CONTEXT, QUESTION, build
 
 pytestmark = [pytest.mark.server]
 

@@ -414,7 +414,7 @@ def test_lexical_use_imports_no_model_stack():
         "assert idx.topic_entities('who starred in splash') == ['Splash']\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'faiss') if m in sys.modules))\n"
     )
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120, cwd=root
     )

@@ -14,7 +14,7 @@ from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.gcr.graph import create_gcr_graph, format_paths, vote
 from kg_agents.methods.gcr.local_decoder import KGTrieLogitsProcessor
 from kg_agents.methods.gcr.trie import TrieCache, build_trie
-from tests.gcr_helpers import smollm_tokenizer, tiny_decoder
+from tests.methods.gcr.helpers import smollm_tokenizer, tiny_decoder
 
 
 @pytest.fixture(scope="module")

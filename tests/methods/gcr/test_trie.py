@@ -20,7 +20,7 @@ from kg_agents.methods.gcr.trie import (
     parse_path_text,
     tokenizer_signature,
 )
-from tests.gcr_helpers import smollm_tokenizer
+from tests.methods.gcr.helpers import smollm_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +182,7 @@ def test_trie_property_every_walk_stays_in_the_set(hops):
 
 
 def test_decoder_rejects_foreign_trie(kg):
-    from tests.gcr_helpers import tiny_decoder
+    from tests.methods.gcr.helpers import tiny_decoder
 
     dec = tiny_decoder()
     foreign = KGTrie([[1, 2, 3]], ["a -> r -> b"], tokenizer_sig="0" * 16)

@@ -32,7 +32,7 @@ from kg_agents.methods.gcr.vllm_decoder import (
     rank_top_k,
     trie_beam_search,
 )
-from tests.gcr_helpers import smollm_tokenizer, tiny_decoder, tiny_model
+from tests.methods.gcr.helpers import smollm_tokenizer, tiny_decoder, tiny_model
 
 
 # --------------------------------------------------------------------------- pure parts

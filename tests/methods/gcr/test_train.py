@@ -12,7 +12,7 @@ from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.gcr.adapter import BUNDLED_ADAPTER, resolve_adapter
 from kg_agents.methods.gcr.graph import create_gcr_graph
-from tests.gcr_helpers import tiny_decoder
+from tests.methods.gcr.helpers import tiny_decoder
 
 
 def test_resolve_adapter_rejects_a_directory_without_an_adapter(tmp_path):

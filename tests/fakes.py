@@ -1,0 +1,109 @@
+"""The one fake chat model of the test suite: deterministic replies at the model boundary.
+
+:class:`FakeChat` answers each call by the first rule whose key occurs in the last message (so replies
+do not depend on the order in which parallel branches call the model), else with the next of its
+``replies`` (in turn, cycling unless ``cycle=False``, which repeats the last), else with ``default``.
+A reply is text, an ``AIMessage`` (tool calls included), an exception (raised), or a function of the
+last message's text returning one of those. With none of them for a prompt it raises, so a test cannot
+pass on a prompt it did not expect. ``bind_tools`` is accepted (``tools=False`` refuses it, as a model
+without tool calling does). Every call is recorded (``prompts``, ``messages``, ``calls`` per rule key
+or ``"replies"``/``"default"``) and carries ``usage_metadata`` (words in and out).
+
+Example:
+    >>> llm = FakeChat(rules=[("Question", "Answer: Ron Howard")])
+    >>> llm.invoke("Question: who directed Splash?").content
+    'Answer: Ron Howard'
+    >>> llm.calls["Question"]
+    1
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+__all__ = ["FakeChat"]
+
+Reply = str | AIMessage | BaseException | Callable[[str], Any]
+_NONE = object()
+
+
+class FakeChat(BaseChatModel):
+    """Scripted chat model: ``rules`` by key, then ``replies`` in turn, then ``default`` (see the module)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    rules: Sequence[tuple[str, Any]] | Mapping[str, Any] = ()
+    replies: Sequence[Any] = ()
+    cycle: bool = True
+    default: Any = _NONE
+    tools: bool = True
+    _calls: Counter[str] = PrivateAttr(default_factory=Counter)
+    _prompts: list[str] = PrivateAttr(default_factory=list)
+    _messages: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _i: int = PrivateAttr(default=0)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake-chat"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeChat:
+        if not self.tools:
+            raise NotImplementedError("this fake model has no tool calling (tools=False)")
+        return self
+
+    def _pick(self, text: str) -> tuple[str, Any]:
+        items = self.rules.items() if isinstance(self.rules, Mapping) else self.rules
+        for key, reply in items:
+            if key in text:
+                return key, reply
+        if self.replies:
+            with self._lock:
+                i = self._i
+                self._i += 1
+            n = len(self.replies)
+            return "replies", self.replies[i % n if self.cycle else min(i, n - 1)]
+        if self.default is not _NONE:
+            return "default", self.default
+        raise AssertionError(f"FakeChat has no reply for prompt: {text[-300:]!r}")
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        text = str(messages[-1].content) if messages else ""
+        key, reply = self._pick(text)
+        with self._lock:
+            self._calls[key] += 1
+            self._prompts.append(text)
+            self._messages.append(list(messages))
+        if callable(reply) and not isinstance(reply, BaseException):
+            reply = reply(text)
+        if isinstance(reply, BaseException):
+            raise reply
+        msg = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply))
+        n_in, n_out = len(text.split()), len(str(msg.content).split())
+        usage = {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
+        msg = msg.model_copy(update={"usage_metadata": usage})
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    @property
+    def calls(self) -> Counter[str]:
+        """Calls per rule key (``"replies"`` and ``"default"`` for the others)."""
+        return self._calls
+
+    @property
+    def prompts(self) -> list[str]:
+        """The last message's text of every call, in order."""
+        return self._prompts
+
+    @property
+    def messages(self) -> list[list[BaseMessage]]:
+        """The messages of every call, in order."""
+        return self._messages
