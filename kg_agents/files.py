@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_target", "atomic_write", "cache_root"]
+__all__ = ["atomic_target", "atomic_write", "cache_root", "safe_name"]
 
 
 def cache_root(*parts: str) -> Path:
@@ -34,6 +35,17 @@ def cache_root(*parts: str) -> Path:
     base = os.environ.get("KG_AGENTS_CACHE")
     root = Path(base).expanduser() if base else Path.home() / ".cache" / "kg_agents"
     return root.joinpath(*parts)
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a file-name part: runs of other characters than letters, digits, ``.``, ``_`` and
+    ``-`` become ``_``.
+
+    Example:
+        >>> safe_name("http://127.0.0.1:7878/query")
+        'http_127.0.0.1_7878_query'
+    """
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "kg"
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import IO, Any
 
+from kg_agents.files import atomic_target
 from kg_agents.kg.base import KnowledgeGraph, Triple
 from kg_agents.kg.profiles import Profile, get_profile
 from kg_agents.kg.terms import iri, literal
@@ -89,8 +90,7 @@ def write_ntriples(
     seen: dict[str, str] = {}
     rels: dict[str, str] = {}
     n_triples = n_labels = 0
-    tmp = out.with_name(out.name + ".part")
-    with _open_out(tmp, out.suffix == ".gz") as fh:
+    with atomic_target(out, suffix=".part") as tmp, _open_out(tmp, out.suffix == ".gz") as fh:
         for tr in triples_iter:
             h, r, t = (tr.head, tr.relation, tr.tail) if isinstance(tr, Triple) else tr
             hs = seen.get(h) or seen.setdefault(h, prof.entity_term(h))
@@ -104,5 +104,4 @@ def write_ntriples(
         for e, term in seen.items():
             fh.write(f"{term} {lab_pred} {literal(labels.get(e, e))} .\n")
             n_labels += 1
-    os.replace(tmp, out)
     return ExportStats(out, n_triples, n_labels)

@@ -22,7 +22,6 @@ manifest or one whose checksums do not match, and both mean "rebuild".
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
 import io
@@ -30,7 +29,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import time
 import unicodedata
@@ -42,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import EntityNotFound, KGAgentsError, ModelError
+from kg_agents.files import atomic_write, cache_root, safe_name
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_sentence_encoder
 
@@ -126,35 +125,10 @@ def display_text(label: str) -> str:
     return " ".join(label.replace("_", " ").split())
 
 
-def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Root folder of the entity-index caches.
-
-    ``cache_dir`` when given, else ``$KG_AGENTS_CACHE/index``, else ``~/.cache/kg_agents/index``.
-    """
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    base = os.environ.get("KG_AGENTS_CACHE")
-    return (Path(base).expanduser() if base else Path.home() / ".cache" / "kg_agents") / "index"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "kg"
+def index_cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Root folder of the entity-index caches: ``cache_dir`` when given, else ``<cache root>/index``
+    (:func:`kg_agents.files.cache_root`)."""
+    return Path(cache_dir).expanduser() if cache_dir is not None else cache_root("index")
 
 
 def _digest(data: bytes) -> str:
@@ -176,7 +150,7 @@ class EntityIndex:
         encoder_factory: a zero-argument callable returning an encoder, called on the first
             semantic query; defaults to :func:`~kg_agents.kg.encoder.get_sentence_encoder`.
         encoder_name: the name that keys the cache (defaults to the encoder's ``name``).
-        cache_dir: root of the index caches (see :func:`cache_root`).
+        cache_dir: root of the index caches (see :func:`index_cache_root`).
         persist: False keeps everything in memory (no files read or written).
         semantic: False disables semantic search (no model, no FAISS): only lexical tiers.
         faiss_factory: a FAISS ``index_factory`` string (``"Flat"`` is exact search; ``"HNSW32"``
@@ -222,9 +196,9 @@ class EntityIndex:
         self.faiss_factory = faiss_factory
         self.chunk_size = chunk_size
         self.persist = persist
-        suffix = "" if self.encoder_name == DEFAULT_ENCODER else "-" + _safe_name(self.encoder_name)
+        suffix = "" if self.encoder_name == DEFAULT_ENCODER else "-" + safe_name(self.encoder_name)
         self.cache_path: Path | None = (
-            cache_root(cache_dir) / f"{_safe_name(self.kg_name)}-{self.fingerprint}{suffix}"
+            index_cache_root(cache_dir) / f"{safe_name(self.kg_name)}-{self.fingerprint}{suffix}"
             if persist
             else None
         )
@@ -536,8 +510,8 @@ class EntityIndex:
         }
         try:
             for name, data in blobs.items():
-                atomic_write_bytes(self.cache_path / name, data)
-            atomic_write_bytes(self.cache_path / "manifest.json", json.dumps(manifest, indent=1).encode())
+                atomic_write(self.cache_path / name, data)
+            atomic_write(self.cache_path / "manifest.json", json.dumps(manifest, indent=1).encode())
         except OSError as exc:
             # A read-only or full disk costs a rebuild next time, not this query.
             logger.warning("could not persist entity index to %s: %s", self.cache_path, exc)

@@ -17,17 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ModelError
+from kg_agents.files import cache_root
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, tuple[Any, Any]] = {}
-
-
-def cache_root() -> Path:
-    """The kg-agents cache directory (``$KG_AGENTS_CACHE`` or ``~/.cache/kg_agents``)."""
-    return Path(os.environ.get("KG_AGENTS_CACHE") or Path.home() / ".cache" / "kg_agents")
 
 
 def smollm2_gguf_path() -> Path:

@@ -29,7 +29,8 @@ from types import TracebackType
 from typing import Any
 
 from kg_agents.errors import ModelError
-from kg_agents.llm.local_model import cache_root, ensure_converted
+from kg_agents.files import cache_root
+from kg_agents.llm.local_model import ensure_converted
 
 SERVED_MODEL_NAME = "smollm2"
 # --block-size 32: CPU's default 128-token KV blocks leave prompts shorter than that out of the prefix

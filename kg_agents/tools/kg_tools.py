@@ -35,6 +35,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from kg_agents.core.records import error_text
+from kg_agents.core.registry import create_graph
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
 
@@ -397,8 +398,6 @@ def reasoning_tool(
     """
 
     if isinstance(graph, str):
-        from kg_agents.core.registry import create_graph
-
         if kg is None:
             raise ConfigError(f"reasoning_tool({graph!r}) needs kg=... to build the graph")
         graph = create_graph(graph, kg, **options)

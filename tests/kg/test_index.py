@@ -15,8 +15,8 @@ from kg_agents.kg.encoder import HashingEncoder, SentenceEncoder, get_sentence_e
 from kg_agents.kg.index import (
     EntityIndex,
     LinkedEntity,
-    cache_root,
     fold,
+    index_cache_root,
     loose_key,
     match_score,
 )
@@ -226,13 +226,13 @@ def test_faiss_factory_change_reuses_embeddings(tmp_path, enc):
 
 def test_cache_location(tmp_path, monkeypatch, enc):
     monkeypatch.setenv("KG_AGENTS_CACHE", str(tmp_path / "env"))
-    assert cache_root() == tmp_path / "env" / "index"
-    assert cache_root(tmp_path / "arg") == tmp_path / "arg"
+    assert index_cache_root() == tmp_path / "env" / "index"
+    assert index_cache_root(tmp_path / "arg") == tmp_path / "arg"
     idx = EntityIndex(movies_kg(), encoder=enc).build()
     assert idx.cache_path.parent == tmp_path / "env" / "index"
     assert (idx.cache_path / "manifest.json").exists()
     monkeypatch.delenv("KG_AGENTS_CACHE")
-    assert cache_root().parts[-3:] == (".cache", "kg_agents", "index")
+    assert index_cache_root().parts[-3:] == (".cache", "kg_agents", "index")
 
 
 def test_persist_false_writes_nothing(tmp_path, monkeypatch, enc):

@@ -249,17 +249,16 @@ class TripleTextIndex:
         import faiss
 
         from kg_agents.errors import ConfigError
-        from kg_agents.llm.local_model import cache_root
+        from kg_agents.files import cache_root, safe_name
 
         if directory:
             folder = FsPath(directory)
         else:
             from kg_agents.kg.encoder import DEFAULT_ENCODER
-            from kg_agents.kg.index import _safe_name
 
             name = str(getattr(encoder, "name", DEFAULT_ENCODER))
-            suffix = "" if name == DEFAULT_ENCODER else "-" + _safe_name(name)
-            folder = cache_root() / "text_index" / f"{_safe_name(str(kg.name))}-{kg.fingerprint()}{suffix}"
+            suffix = "" if name == DEFAULT_ENCODER else "-" + safe_name(name)
+            folder = cache_root() / "text_index" / f"{safe_name(str(kg.name))}-{kg.fingerprint()}{suffix}"
         fi, ft = folder / "triples.faiss", folder / "triples.tsv"
         if fi.is_file() and ft.is_file():
             with open(ft, encoding="utf-8") as fh:
