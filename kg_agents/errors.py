@@ -18,6 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = [
+    "ConfigError",
+    "DataFormatError",
+    "EndpointError",
+    "EntityNotFound",
+    "InvalidTermError",
+    "KGAgentsError",
+    "KGError",
+    "ModelError",
+]
+
 
 class KGAgentsError(Exception):
     """Base class of every error kg-agents raises on purpose."""

@@ -21,6 +21,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from kg_agents.errors import ConfigError
 
+__all__ = ["coerce", "keyword_options", "parse_options"]
+
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 _NONE = {"none", "null"}

@@ -32,6 +32,23 @@ from typing import Any
 from kg_agents.core.records import error_text, run_level_errors
 from kg_agents.errors import ConfigError, DataFormatError, KGAgentsError, KGError, ModelError
 
+__all__ = [
+    "DEMO_QUESTION",
+    "MethodSetup",
+    "build_parser",
+    "cmd_ask",
+    "cmd_build_tries",
+    "cmd_demo",
+    "cmd_eval",
+    "cmd_methods",
+    "cmd_train",
+    "cmd_version",
+    "main",
+    "open_kg_spec",
+    "output_to_json",
+    "resolve_model",
+]
+
 DEMO_QUESTION = "who directed [Splash]"
 
 

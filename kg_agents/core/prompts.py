@@ -15,6 +15,8 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.errors import ConfigError
 
+__all__ = ["METHODS_DIR", "as_prompt", "load_prompt", "parse_prompt"]
+
 METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
 _ROLE = re.compile(r"^###\s*(system|human|ai)\s*$", re.MULTILINE)
 

@@ -41,6 +41,28 @@ from kg_agents.data import data_path
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path
 
+__all__ = [
+    "DATASETS",
+    "PATHQUESTION_SETS",
+    "SPLITS",
+    "Dataset",
+    "KGSpec",
+    "Question",
+    "SubgraphFactory",
+    "get_dataset",
+    "load_jsonl_questions",
+    "load_metaqa",
+    "load_metaqa_file",
+    "load_pathquestion",
+    "load_pathquestion_file",
+    "load_webqsp_sample",
+    "parse_metaqa_line",
+    "parse_pathquestion_answer",
+    "parse_pathquestion_path",
+    "read_lines",
+    "split_indices",
+]
+
 KGSpec = str | KnowledgeGraph | Callable[[], KnowledgeGraph]
 
 #: Valid ``split`` values.
@@ -199,7 +221,7 @@ def _open_text(path: FsPath) -> IO[str]:
     return open(path, encoding="utf-8")
 
 
-def _read_lines(path: str | FsPath) -> list[str]:
+def read_lines(path: str | FsPath) -> list[str]:
     """All lines of a text file (gzip allowed), without line ends; errors name the file."""
     p = FsPath(path)
     if not p.exists():
@@ -272,7 +294,7 @@ def load_metaqa_file(
     """
     p = FsPath(path)
     name = name or p.name.split(".")[0]
-    lines = _read_lines(p)
+    lines = read_lines(p)
     while lines and not lines[-1].strip():
         lines.pop()
     parsed = []
@@ -282,7 +304,7 @@ def load_metaqa_file(
         parsed.append(parse_metaqa_line(line, path=str(p), lineno=n))
     qtypes: list[str | None] = [None] * len(parsed)
     if qtype_path is not None:
-        qlines = _read_lines(qtype_path)
+        qlines = read_lines(qtype_path)
         while qlines and not qlines[-1].strip():
             qlines.pop()
         if len(qlines) != len(parsed):
@@ -459,7 +481,7 @@ def load_pathquestion_file(
     """
     p = FsPath(path)
     name = name or p.name.split(".")[0]
-    lines = _read_lines(p)
+    lines = read_lines(p)
     while lines and not lines[-1].strip():
         lines.pop()
     parsed: list[tuple[str, list[str], Path]] = []
@@ -529,7 +551,7 @@ def load_webqsp_sample(*, limit: int | None = None, path: str | FsPath | None = 
     """
     p = FsPath(path) if path is not None else data_path("webqsp/webqsp_sample.jsonl.gz")
     questions = []
-    for n, line in enumerate(_read_lines(p), 1):
+    for n, line in enumerate(read_lines(p), 1):
         if not line.strip():
             continue
         rec = _json_object(line, p, n)
@@ -603,7 +625,7 @@ def load_jsonl_questions(
     parsed: list[Question] = []
     seen: set[str] = set()
     known = {"id", "question", "answers", "topic_entities", "hops", "qtype"}
-    for n, line in enumerate(_read_lines(p), 1):
+    for n, line in enumerate(read_lines(p), 1):
         if not line.strip():
             continue
         rec = _json_object(line, p, n)

@@ -29,6 +29,18 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+__all__ = [
+    "METRIC_KEYS",
+    "SUMMARY_KEYS",
+    "answer_matches",
+    "faithful_ratio",
+    "mean",
+    "normalize_answer",
+    "score_aliased",
+    "score_answers",
+    "summarize",
+]
+
 _PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 

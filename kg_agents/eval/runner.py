@@ -15,10 +15,12 @@
 - ``summary.json`` is computed from ``predictions.jsonl`` only (:func:`kg_agents.eval.metrics.summarize`).
 
 Example:
-    >>> import asyncio                                                        # doctest: +SKIP
-    >>> qs = load_dataset("metaqa-1hop", limit=5)                             # doctest: +SKIP
-    >>> asyncio.run(run_eval(qs, "runs/x", method="graph_rag", dataset="metaqa-1hop",
-    ...                      build_graph=lambda kg: create_graph("graph_rag", kg), kg=open_kg("metaqa")))
+    >>> import asyncio
+    >>> from kg_agents import create_graph
+    >>> from kg_agents.eval.datasets import get_dataset
+    >>> qs = get_dataset("metaqa-1hop", "validation", limit=5)                      # doctest: +SKIP
+    >>> asyncio.run(run_eval(qs, "runs/x", method="graph_rag", dataset="metaqa-1hop",  # doctest: +SKIP
+    ...     build_graph=lambda kg: create_graph("graph_rag", kg), kg_for=qs.kg_for))
 """
 
 from __future__ import annotations
@@ -35,6 +37,29 @@ from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelErr
 from kg_agents.eval.metrics import METRIC_KEYS, SUMMARY_KEYS, score_aliased, summarize
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
+
+__all__ = [
+    "CHART",
+    "CHART_KEYS",
+    "PREDICTIONS",
+    "REPORT",
+    "RUN_INFO",
+    "SUMMARY",
+    "TABLE_KEYS",
+    "check_run_info",
+    "compare_runs",
+    "draw_chart",
+    "endpoint_failure",
+    "gold_sets",
+    "is_run_level_error",
+    "load_questions_file",
+    "load_summary",
+    "markdown_table",
+    "read_predictions",
+    "render_report",
+    "run_eval",
+    "write_summary",
+]
 
 PREDICTIONS = "predictions.jsonl"
 SUMMARY = "summary.json"
@@ -66,9 +91,9 @@ def load_questions_file(
     ``question with [topic]<TAB>a1|a2``). ``kg`` is the KG spec the questions are asked over
     (MetaQA format: default ``"metaqa"``).
     """
-    from kg_agents.eval.datasets import _read_lines, load_jsonl_questions, load_metaqa_file
+    from kg_agents.eval.datasets import load_jsonl_questions, load_metaqa_file, read_lines
 
-    first = next((ln.lstrip() for ln in _read_lines(path) if ln.strip()), "")
+    first = next((ln.lstrip() for ln in read_lines(path) if ln.strip()), "")
     if first.startswith("{"):
         if kg is None:
             raise ConfigError("JSONL questions need --kg SPEC (the KG they are asked over)")

@@ -17,6 +17,21 @@ from typing import Literal, Protocol, runtime_checkable
 
 from kg_agents.errors import KGError
 
+__all__ = [
+    "ARROW",
+    "DIRECTIONS",
+    "INVERSE_PREFIX",
+    "Direction",
+    "Hop",
+    "KnowledgeGraph",
+    "Path",
+    "Triple",
+    "TripleList",
+    "check_direction",
+    "verify_path",
+    "verify_paths",
+]
+
 Direction = Literal["out", "in", "both"]
 DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
 

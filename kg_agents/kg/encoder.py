@@ -23,6 +23,8 @@ import numpy as np
 
 from kg_agents.errors import ModelError
 
+__all__ = ["DEFAULT_ENCODER", "Encoder", "HashingEncoder", "SentenceEncoder", "get_sentence_encoder"]
+
 #: Name of the default sentence encoder.
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = frozenset({DEFAULT_ENCODER, "sentence-transformers/all-MiniLM-L6-v2"})

@@ -22,6 +22,8 @@ from kg_agents.kg.base import KnowledgeGraph, Triple
 from kg_agents.kg.profiles import Profile, get_profile
 from kg_agents.kg.terms import iri, literal
 
+__all__ = ["ExportStats", "write_ntriples"]
+
 
 @dataclass(frozen=True, slots=True)
 class ExportStats:

@@ -44,6 +44,19 @@ from kg_agents.files import atomic_write, cache_root, safe_name
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_sentence_encoder
 
+__all__ = [
+    "INDEX_FORMAT",
+    "STOPWORDS",
+    "EntityIndex",
+    "LinkedEntity",
+    "display_text",
+    "fold",
+    "index_cache_root",
+    "loose_key",
+    "match_score",
+    "spelling_similarity",
+]
+
 logger = logging.getLogger(__name__)
 
 #: Version of the on-disk layout; a manifest with another version is rebuilt.

@@ -19,6 +19,8 @@ import numpy as np
 from kg_agents.errors import DataFormatError, EntityNotFound
 from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
 
+__all__ = ["RDFS_LABEL", "MemoryKG", "guess_format", "read_delimited"]
+
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 
 
@@ -118,7 +120,7 @@ class MemoryKG:
         if fmt not in ("metaqa", "tsv"):
             raise DataFormatError(str(p), None, f"unknown triples format {fmt!r}")
         sep = "|" if fmt == "metaqa" else "\t"
-        return cls(_read_delimited(p, sep), name=name)
+        return cls(read_delimited(p, sep), name=name)
 
     @classmethod
     def _from_rdf(cls, p: FsPath, fmt: str, name: str) -> MemoryKG:
@@ -303,7 +305,9 @@ def guess_format(path: FsPath) -> str:
     raise DataFormatError(str(path), 1, "cannot tell the triples format (expected s|r|o or TSV)")
 
 
-def _read_delimited(path: FsPath, sep: str) -> Iterator[tuple[str, str, str]]:
+def read_delimited(path: FsPath, sep: str) -> Iterator[tuple[str, str, str]]:
+    """``(head, relation, tail)`` rows of a ``sep``-delimited triples file (gzip allowed); a bad row names
+    the file and line."""
     with _open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from kg_agents.kg.base import Direction, Hop, KnowledgeGraph, Path, check_direction
 
+__all__ = ["PathSearchResult", "enumerate_paths", "shortest_paths"]
+
 
 @dataclass
 class PathSearchResult:

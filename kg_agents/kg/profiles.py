@@ -24,6 +24,18 @@ from urllib.parse import quote, unquote
 from kg_agents.errors import ConfigError, InvalidTermError
 from kg_agents.kg.terms import iri, is_valid_iri
 
+__all__ = [
+    "FREEBASE_NS",
+    "METAQA_ENTITY_NS",
+    "METAQA_RELATION_NS",
+    "PROFILES",
+    "RDFS_LABEL",
+    "WIKIDATA_DIRECT_NS",
+    "WIKIDATA_ENTITY_NS",
+    "Profile",
+    "get_profile",
+]
+
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 METAQA_ENTITY_NS = "http://kg-agents.org/metaqa/entity/"
 METAQA_RELATION_NS = "http://kg-agents.org/metaqa/relation/"

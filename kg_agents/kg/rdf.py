@@ -16,8 +16,10 @@ from typing import IO, Any
 
 from kg_agents.errors import ConfigError, DataFormatError, KGError
 from kg_agents.kg._query import Node, Row, SparqlBackedKG, check_read_only, count_query
-from kg_agents.kg.memory import _read_delimited, guess_format
+from kg_agents.kg.memory import guess_format, read_delimited
 from kg_agents.kg.profiles import RDFS_LABEL, Profile, get_profile
+
+__all__ = ["DEFAULT_GRAPH_IRI", "RdfKG"]
 
 #: The named graph RdfKG.from_file loads into.
 DEFAULT_GRAPH_IRI = "urn:kg-agents:graph"
@@ -235,7 +237,7 @@ def _load_delimited(p: FsPath, sep: str, profile: Profile, store: str) -> Any:
 
     def triples() -> Iterator[tuple[Any, Any, Any]]:
         lab = URIRef(label)
-        for h, r, t in _read_delimited(p, sep):
+        for h, r, t in read_delimited(p, sep):
             hi, ti = URIRef(profile.entity_iri(h)), URIRef(profile.entity_iri(t))
             yield hi, URIRef(profile.relation_iri(r)), ti
             for e, ei in ((h, hi), (t, ti)):
@@ -256,7 +258,7 @@ def _load_delimited(p: FsPath, sep: str, profile: Profile, store: str) -> Any:
         terms: dict[str, str] = {}
         rels: dict[str, str] = {}
         lines: list[str] = []
-        for h, r, t in _read_delimited(p, sep):
+        for h, r, t in read_delimited(p, sep):
             hs = terms.get(h) or terms.setdefault(h, profile.entity_term(h))
             ts = terms.get(t) or terms.setdefault(t, profile.entity_term(t))
             rs = rels.get(r) or rels.setdefault(r, profile.relation_term(r))

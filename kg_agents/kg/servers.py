@@ -36,6 +36,8 @@ from typing import Any
 
 from kg_agents.errors import ConfigError, EndpointError
 
+__all__ = ["Files", "OxigraphServer", "VirtuosoServer", "free_port"]
+
 _LIVE: weakref.WeakSet[_Server] = weakref.WeakSet()
 
 

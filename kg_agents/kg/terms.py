@@ -12,6 +12,8 @@ import re
 
 from kg_agents.errors import InvalidTermError
 
+__all__ = ["iri", "is_valid_iri", "literal"]
+
 # IRIREF ::= '<' ([^<>"{}|^`\]-[#x00-#x20])* '>'
 _IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")

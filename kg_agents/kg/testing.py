@@ -24,6 +24,14 @@ import pytest
 from kg_agents.kg.base import KnowledgeGraph, Path, Triple, TripleList, verify_path
 from kg_agents.kg.paths import enumerate_paths, shortest_paths
 
+__all__ = [
+    "CONTRACT_ENTITY_NS",
+    "CONTRACT_RELATION_NS",
+    "CONTRACT_TRIPLES",
+    "KnowledgeGraphContract",
+    "write_contract_ntriples",
+]
+
 CONTRACT_ENTITY_NS = "http://kg-agents.test/entity/"
 CONTRACT_RELATION_NS = "http://kg-agents.test/relation/"
 

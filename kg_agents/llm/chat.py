@@ -43,6 +43,8 @@ from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, ValidationInf
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, load_local_model
 
+__all__ = ["LocalChatModel", "generation_lock", "messages_to_chat"]
+
 _MODEL_LOCKS: dict[str, threading.RLock] = {}
 _MODEL_LOCKS_GUARD = threading.Lock()
 

@@ -19,6 +19,16 @@ from typing import Any
 from kg_agents.errors import ModelError
 from kg_agents.files import cache_root
 
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "GGUF_NAME",
+    "converted_checkpoint_dir",
+    "ensure_converted",
+    "load_local_model",
+    "load_local_tokenizer",
+    "smollm2_gguf_path",
+]
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
 

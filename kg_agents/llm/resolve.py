@@ -24,6 +24,8 @@ from langchain_core.language_models import BaseChatModel
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.chat import LocalChatModel
 
+__all__ = ["VALID_FORMS", "check_server", "resolve_chat_model"]
+
 VALID_FORMS = (
     "'local' (bundled SmolLM2-135M-Instruct), 'local:/path/to/hf_dir', "
     "'openai:<model>' (with base_url= or $OPENAI_BASE_URL for vLLM and other servers), "

@@ -14,6 +14,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+__all__ = ["UsageCallback"]
+
 
 class UsageCallback(BaseCallbackHandler):
     """Counts LLM calls and input/output tokens reported by chat models.

@@ -29,6 +29,8 @@ from typing import Any
 
 from kg_agents.errors import ModelError
 
+__all__ = ["Prompt", "VLLMClient"]
+
 Prompt = str | Sequence[int]
 
 

@@ -32,6 +32,8 @@ from kg_agents.errors import ModelError
 from kg_agents.files import cache_root
 from kg_agents.llm.local_model import ensure_converted
 
+__all__ = ["DEFAULT_FLAGS", "SERVED_MODEL_NAME", "VLLMServer", "default_work_dir", "free_port", "vllm_python"]
+
 SERVED_MODEL_NAME = "smollm2"
 # --block-size 32: CPU's default 128-token KV blocks leave prompts shorter than that out of the prefix
 # cache; GCR's vLLM beam search re-sends one ~110-token prompt per step (K=10: 9.9 s/question with 32,
