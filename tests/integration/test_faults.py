@@ -30,8 +30,8 @@ from kg_agents.eval.runner import PREDICTIONS, run_eval
 from kg_agents.kg import SparqlKG, verify_path
 from kg_agents.kg.servers import OxigraphServer
 from kg_agents.kg.testing import write_contract_ntriples
-from tests.faultproxy import FaultProxy
 from tests.fakes import FakeChat
+from tests.faultproxy import FaultProxy
 from tests.integration.test_garbage import CASE_IDS, CASES, CONTEXT, QUESTION, build, feed
 from tests.servers import CONTRACT_GRAPH, CONTRACT_PROFILE, METAQA_GRAPH
 
