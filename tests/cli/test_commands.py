@@ -13,7 +13,7 @@ from kg_agents.core.registry import register_trainer, unregister_trainer
 from kg_agents.errors import EndpointError
 from kg_agents.eval.metrics import SUMMARY_KEYS
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from tests.scripted import KeyedChat
+from tests.fakes import FakeChat
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Penny Marshall"}
@@ -27,16 +27,20 @@ def kg_file(tmp_path):
 
 
 @pytest.fixture
-def chat(monkeypatch):
-    llm = KeyedChat(script=SCRIPT, calls=[])
-    seen: list[str] = []
+def resolved() -> list[str]:
+    """The model specs the CLI resolved (through the ``chat`` fixture)."""
+    return []
+
+
+@pytest.fixture
+def chat(monkeypatch, resolved):
+    llm = FakeChat(rules=SCRIPT)
 
     def fake_resolve(spec, **options):
-        seen.append(spec)
+        resolved.append(spec)
         return llm
 
     monkeypatch.setattr(cli, "resolve_model", fake_resolve)
-    llm.resolved = seen
     return llm
 
 
@@ -59,14 +63,14 @@ def test_methods_lists_one_line_each(capsys):
     assert {"llm_only", "graph_rag", "text_rag"} <= set(names) and names == sorted(names)
 
 
-def test_ask_json_output_contract(capsys, chat, kg_file):
+def test_ask_json_output_contract(capsys, chat, resolved, kg_file):
     rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--topic", "Splash", "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["answers"] == ["Ron Howard"]
     assert out["paths"] == ["Splash -> directed_by -> Ron Howard"]
     assert out["usage"]["llm_calls"] == 1 and {"evidence", "errors", "trace"} <= set(out)
-    assert chat.resolved == ["local"]
+    assert resolved == ["local"]
 
 
 def test_ask_text_output(capsys, chat, kg_file):
@@ -113,7 +117,7 @@ def test_ask_bad_set(capsys, chat, kg_file, setting, msg):
     rc = cli.main(["ask", "who directed [Splash]", "--kg", kg_file, "--set", setting])
     assert rc == 2
     assert msg in capsys.readouterr().err
-    assert chat.calls == []
+    assert chat.prompts == []
 
 
 def test_text_rag_options_are_typed(capsys, chat, kg_file):
@@ -164,9 +168,9 @@ def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file)
     summary = json.loads((out / "summary.json").read_text())
     assert tuple(summary) == SUMMARY_KEYS and summary["n"] == 2 and summary["hits@1"] == 1.0
     assert summary["dataset"] == "qs.txt" and (out / "metrics.png").is_file()
-    n_calls = len(chat.calls)
+    n_calls = len(chat.prompts)
     assert cli.main(args) == 0  # resumed: nothing left to ask
-    assert len(chat.calls) == n_calls
+    assert len(chat.prompts) == n_calls
     out2 = tmp_path / "run2"
     args2 = [
         "eval",
@@ -280,7 +284,7 @@ def test_langgraph_entry_builds_a_working_graph(kg_file):
     from kg_agents import langgraph_entry
     from kg_agents.errors import ConfigError
 
-    llm = KeyedChat(script=SCRIPT, calls=[])
+    llm = FakeChat(rules=SCRIPT)
     graph = langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"] == ["Ron Howard"] and [p.to_text() for p in out["paths"]] == [

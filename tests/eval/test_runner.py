@@ -12,7 +12,7 @@ from kg_agents.eval.runner import compare_runs, gold_sets, load_questions_file, 
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.baselines.graph import create_graph_rag_graph, create_llm_only_graph
-from tests.scripted import KeyedChat
+from tests.fakes import FakeChat
 
 
 # --------------------------------------------------------------------------- metrics
@@ -138,7 +138,7 @@ def _run(qs, out, llm, kg, **kw):
 
 
 def test_run_eval_writes_files_and_metrics(tmp_path, kg):
-    llm = KeyedChat(script=SCRIPT, calls=[])
+    llm = FakeChat(rules=SCRIPT)
     s = _run(QUESTIONS, tmp_path, llm, kg, concurrency=2)
     assert tuple(s) == SUMMARY_KEYS
     assert s["n"] == 3 and s["errors"] == 0
@@ -153,21 +153,21 @@ def test_run_eval_writes_files_and_metrics(tmp_path, kg):
 
 
 def test_run_eval_resumes_and_retries_failed(tmp_path, kg):
-    llm = KeyedChat(script={**SCRIPT, "[Big]": ValueError("scripted failure")}, calls=[])
+    llm = FakeChat(rules={**SCRIPT, "[Big]": ValueError("scripted failure")})
     s = _run(QUESTIONS[:2], tmp_path, llm, kg)
     assert s["n"] == 2 and s["errors"] == 1 and s["hits@1"] == 0.5  # the failed one counts as wrong
     assert "scripted failure" in (tmp_path / "report.md").read_text()
     # rerun over all three: q1 is skipped, q2 (failed) is retried, q3 is new
-    llm2 = KeyedChat(script=SCRIPT, calls=[])
+    llm2 = FakeChat(rules=SCRIPT)
     s2 = _run(QUESTIONS, tmp_path, llm2, kg)
-    assert len(llm2.calls) == 2 and not any("[Splash]" in c for c in llm2.calls)
+    assert len(llm2.prompts) == 2 and not any("[Splash]" in c for c in llm2.prompts)
     assert s2["n"] == 3 and s2["errors"] == 0
     lines = (tmp_path / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 4  # appended, never rewritten; the later record of q2 wins
 
 
 def test_run_eval_repairs_a_cut_line_and_refuses_another_run(tmp_path, kg):
-    llm = KeyedChat(script=SCRIPT, calls=[])
+    llm = FakeChat(rules=SCRIPT)
     _run(QUESTIONS[:1], tmp_path, llm, kg)
     with open(tmp_path / "predictions.jsonl", "a") as fh:
         fh.write('{"id": "q2", "predic')  # an interrupted write
@@ -188,10 +188,9 @@ def test_run_eval_repairs_a_cut_line_and_refuses_another_run(tmp_path, kg):
 
 
 def test_run_level_error_stops_the_run(tmp_path, kg):
-    llm = KeyedChat(
-        script={"[Big]": ModelError("model server http://127.0.0.1:9/v1 unreachable")},
+    llm = FakeChat(
+        rules={"[Big]": ModelError("model server http://127.0.0.1:9/v1 unreachable")},
         default="Answer: Ron Howard",
-        calls=[],
     )
     with pytest.raises(ModelError, match=r"127\.0\.0\.1:9"):
         _run(QUESTIONS[:2], tmp_path, llm, kg)
@@ -202,13 +201,13 @@ def test_run_level_error_stops_the_run(tmp_path, kg):
 def test_per_question_kg(tmp_path):
     qa = Question("a", "who made [X]", ["Y"], ["X"], kg=SubgraphFactory((("X", "made_by", "Y"),)))
     qb = Question("b", "who made [P]", ["Q"], ["P"], kg=SubgraphFactory((("P", "made_by", "Q"),)))
-    llm = KeyedChat(script={"[X]": "Answer: Y", "[P]": "Answer: Q"}, calls=[])
+    llm = FakeChat(rules={"[X]": "Answer: Y", "[P]": "Answer: Q"})
     s = _run([qa, qb], tmp_path, llm, None)
     assert s["hits@1"] == 1.0 and s["faithful_path_ratio"] == 1.0
 
 
 def test_compare_runs(tmp_path, kg):
-    llm = KeyedChat(script=SCRIPT, calls=[])
+    llm = FakeChat(rules=SCRIPT)
     _run(QUESTIONS, tmp_path / "a", llm, kg)
     asyncio.run(
         run_eval(
@@ -246,19 +245,19 @@ class _DownFor:
 
 def test_endpoint_failure_in_a_graph_is_an_error_and_the_run_goes_on(tmp_path, kg):
     """The graph ends the failing question with the error in its trace; the runner counts it, goes on."""
-    llm = KeyedChat(script=SCRIPT, calls=[])
+    llm = FakeChat(rules=SCRIPT)
     s = _run(QUESTIONS, tmp_path, llm, _DownFor(kg, {"Big"}))
     assert s["n"] == 3 and s["errors"] == 1 and s["hits@1"] == pytest.approx(2 / 3)
     recs = read_predictions(tmp_path / "predictions.jsonl")
     assert "http://kg.invalid/sparql" in recs["q2"]["error"] and recs["q2"]["predictions"] == []
     assert recs["q1"]["error"] is None and recs["q3"]["error"] is None
-    assert not any("[Big]" in c for c in llm.calls)  # the failed question never reached the model
+    assert not any("[Big]" in c for c in llm.prompts)  # the failed question never reached the model
 
 
 def test_endpoint_down_for_every_question_stops_the_run(tmp_path, kg):
     from kg_agents.errors import EndpointError
 
-    llm = KeyedChat(script=SCRIPT, calls=[])
+    llm = FakeChat(rules=SCRIPT)
     down = _DownFor(kg, {"Splash", "Big", "Cast Away"})
     with pytest.raises(EndpointError, match=r"2 questions in a row"):
         _run(QUESTIONS, tmp_path, llm, down, max_endpoint_failures=2)

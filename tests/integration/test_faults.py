@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from kg_agents import create_graph
 from kg_agents.errors import EndpointError
@@ -31,9 +30,9 @@ from kg_agents.eval.runner import PREDICTIONS, run_eval
 from kg_agents.kg import SparqlKG, verify_path
 from kg_agents.kg.servers import OxigraphServer
 from kg_agents.kg.testing import write_contract_ntriples
+from tests.fakes import FakeChat
 from tests.faultproxy import FaultProxy
-from tests.integration.test_garbage import CASE_IDS, CASES, CONTEXT, QUESTION, build
-from tests.scripted_models import RuleModel
+from tests.integration.test_garbage import CASE_IDS, CASES, CONTEXT, QUESTION, build, feed
 from tests.servers import CONTRACT_GRAPH, CONTRACT_PROFILE, METAQA_GRAPH
 
 pytestmark = [pytest.mark.server]
@@ -177,7 +176,7 @@ def test_dualr_ends_with_the_error_in_its_trace(proxy: FaultProxy, match: str | 
 
 def test_graph_rag_ends_before_the_llm_when_retrieval_fails(proxy: FaultProxy) -> None:
     kg = faulty_kg(proxy)
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     graph = create_graph("graph_rag", kg, llm=llm)
     proxy.set("truncate", match=NEIGHBOUR_QUERY)
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
@@ -199,7 +198,7 @@ def test_eval_run_goes_on_after_a_question_whose_endpoint_failed(proxy: FaultPro
     ]
     term = kg.profile.entity_term("Amélie")  # only queries about the 2nd question's entity fail
     proxy.set("http500", match=term)
-    llm = RuleModel(rules=[("[Splash]", "Answer: Ron Howard"), ("[Big]", "Answer: Penny Marshall")])
+    llm = FakeChat(rules=[("[Splash]", "Answer: Ron Howard"), ("[Big]", "Answer: Penny Marshall")])
     summary = asyncio.run(
         run_eval(
             questions,
@@ -233,7 +232,7 @@ def test_eval_run_stops_when_the_endpoint_stays_down_and_resumes(proxy: FaultPro
             [("Splash", "Ron Howard"), ("Big", "Penny Marshall"), ("The Fly", "David Cronenberg")]
         )
     ]
-    llm = RuleModel(
+    llm = FakeChat(
         rules=[
             ("[Splash]", "Answer: Ron Howard"),
             ("[Big]", "Answer: Penny Marshall"),
@@ -290,7 +289,7 @@ def test_every_method_ends_with_the_endpoint_error(
     )
     proxy.set("pass")
     graph, model = build(method, options, kg)  # building may read the KG (graph_agent: its schema)
-    model.outputs = ["Answer: Ron Howard"]
+    feed(model, ["Answer: Ron Howard"])
     ctx = CONTEXT.get(method)
     for match in [None, NEIGHBOUR_QUERY, "SELECT ?p ?l", "SELECT DISTINCT ?r"]:
         proxy.set("http500", match=match)

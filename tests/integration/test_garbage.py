@@ -12,54 +12,28 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import ConfigDict, Field, PrivateAttr
+from langchain_core.messages import AIMessage
 
 from kg_agents.core.registry import create_graph, list_methods
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.fakes import FakeChat
 
 KG = MemoryKG(CONTRACT_TRIPLES)
 QUESTION = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
 HUGE = ("Answer: " + "lorem ipsum dolor sit amet " * 8000)[:200_000]
 
 
-class GarbageModel(BaseChatModel):
-    """Replies with ``outputs`` in turn (cycling): strings, or ``AIMessage`` s carrying tool calls.
-
-    ``bind_tools`` is accepted, so tool-calling agents get the same garbage. Calls are counted.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-    outputs: list[Any] = Field(default_factory=lambda: [""])
-    _i: int = PrivateAttr(default=0)
-
-    @property
-    def _llm_type(self) -> str:
-        return "garbage"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> GarbageModel:
-        return self
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        out = self.outputs[self._i % len(self.outputs)]
-        self._i += 1
-        msg = out if isinstance(out, AIMessage) else AIMessage(content=out)
-        return ChatResult(generations=[ChatGeneration(message=msg)])
-
-    @property
-    def calls(self) -> int:
-        return self._i
+def feed(model: FakeChat, outputs: list[Any]) -> None:
+    """Make the (cached) ``model`` reply with ``outputs`` in turn, cycling; drop its old records."""
+    model.replies = outputs
+    model.prompts.clear()
+    model.messages.clear()
 
 
 def tool_garbage(i: int) -> AIMessage:
@@ -110,9 +84,10 @@ garbage_outputs = st.lists(
 )
 
 
-def build(method: str, options: tuple[tuple[str, Any], ...], kg: Any = KG) -> tuple[Any, GarbageModel]:
-    """A compiled graph of ``method`` over ``kg`` with a GarbageModel whose outputs each test sets."""
-    model = GarbageModel()
+def build(method: str, options: tuple[tuple[str, Any], ...], kg: Any = KG) -> tuple[Any, FakeChat]:
+    """A compiled graph of ``method`` over ``kg`` with a FakeChat (tools accepted) whose replies each test
+    sets with :func:`feed`."""
+    model = FakeChat(replies=[""])
     opts = dict(options)
     if method == "gcr":
         from tests.methods.gcr.helpers import tiny_decoder
@@ -150,7 +125,7 @@ def test_every_registered_method_is_covered() -> None:
     assert {m.name for m in list_methods()} == {name for name, _ in CASES}
 
 
-def check(out: dict[str, Any], model: GarbageModel, method: str) -> None:
+def check(out: dict[str, Any], model: FakeChat, method: str) -> None:
     answers = out.get("answers")
     assert isinstance(answers, list) and all(isinstance(a, str) for a in answers), answers
     assert all(len(a) <= 1000 for a in answers)
@@ -170,7 +145,7 @@ def test_graph_survives_garbage(
     method: str, options: tuple[tuple[str, Any], ...], outputs: list[Any]
 ) -> None:
     graph, model = cached_build(method, options)
-    model.outputs = outputs
+    feed(model, outputs)
     ctx = CONTEXT.get(method)
     out = graph.invoke(dict(QUESTION), **({"context": ctx} if ctx else {}))
     check(out, model, method)
@@ -181,7 +156,7 @@ def test_empty_and_huge_outputs(method: str, options: tuple[tuple[str, Any], ...
     """The two extremes, always run (hypothesis may not draw them together)."""
     graph, model = cached_build(method, options)
     for outputs in ([""], [HUGE], [json.dumps({"answers": [None]})]):
-        model.outputs = outputs
+        feed(model, outputs)
         ctx = CONTEXT.get(method)
         out = graph.invoke(dict(QUESTION), **({"context": ctx} if ctx else {}))
         check(out, model, method)

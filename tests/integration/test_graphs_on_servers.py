@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from kg_agents import create_graph
 from kg_agents.kg import SparqlKG, verify_path
+from tests.fakes import FakeChat
 from tests.servers import METAQA_GRAPH
 
 pytestmark = [pytest.mark.server, pytest.mark.integration]
@@ -36,7 +36,7 @@ def test_dualr_gnn_only_on_server(server_kg: SparqlKG) -> None:
 
 def test_graph_rag_on_server_links_and_verifies(server_kg: SparqlKG) -> None:
     """graph_rag links the bracketed entity through the server's labels and verifies its path there."""
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     out = create_graph("graph_rag", server_kg, llm=llm).invoke({"question": "who directed [Splash]"})
     assert out["answers"] == ["Ron Howard"]
     texts = [p.to_text() for p in out["paths"]]

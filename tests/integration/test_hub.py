@@ -25,7 +25,7 @@ from kg_agents import create_graph
 from kg_agents.kg import MemoryKG, SparqlKG, verify_path
 from kg_agents.kg.base import TripleList
 from kg_agents.tools import kg_toolkit
-from tests.scripted_models import RuleModel
+from tests.fakes import FakeChat
 
 HUB, N = "Hub Person", 50_000
 QUESTION = {"question": "which films did [Hub Person] act in", "topic_entities": [HUB]}
@@ -111,7 +111,7 @@ def server_kg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparqlKG]:
 
 def check_graph_rag(kg: Any) -> None:
     ckg = CountingKG(kg)
-    llm = RuleModel(rules=[("Hub Person", "Answer: Hub Film 00001")])
+    llm = FakeChat(rules=[("Hub Person", "Answer: Hub Film 00001")])
     graph = create_graph("graph_rag", ckg, llm=llm, fanout_limit=200)
     out, peak = run_measured(graph)
     hub = ckg.hub_reads()

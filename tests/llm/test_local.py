@@ -14,7 +14,6 @@ from uuid import uuid4
 
 import pytest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_tests.integration_tests import ChatModelIntegrationTests
@@ -23,6 +22,7 @@ from langchain_tests.unit_tests import ChatModelUnitTests
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm import LocalChatModel, UsageCallback, resolve_chat_model
 from kg_agents.llm.chat import _held_back, _stop_index, messages_to_chat
+from tests.fakes import FakeChat
 
 
 class TestLocalChatModelStandard(ChatModelUnitTests):
@@ -98,7 +98,7 @@ def test_bind_tools_is_not_supported() -> None:
 
 
 def test_resolve_passes_instances_and_caches_local() -> None:
-    fake = GenericFakeChatModel(messages=iter([]))
+    fake = FakeChat()
     assert resolve_chat_model(fake) is fake
     a, b = resolve_chat_model("local"), resolve_chat_model(None)
     assert isinstance(a, LocalChatModel) and a is b
@@ -113,7 +113,7 @@ def test_resolve_rejects_unknown_specs() -> None:
     with pytest.raises(ConfigError, match="no model directory"):
         resolve_chat_model("local:/nonexistent/dir")
     with pytest.raises(ConfigError, match="instance"):
-        resolve_chat_model(GenericFakeChatModel(messages=iter([])), max_tokens=3)
+        resolve_chat_model(FakeChat(), max_tokens=3)
     with pytest.raises(ConfigError, match="temperature"):
         resolve_chat_model("local", temperature=-2)
 
@@ -156,10 +156,10 @@ def _usage_msg(text: str, n_in: int, n_out: int) -> AIMessage:
 
 
 def test_usage_callback_counts_calls_and_tokens() -> None:
-    fake = GenericFakeChatModel(messages=iter([_usage_msg("a", 10, 2), _usage_msg("b", 5, 3)]))
+    fake = FakeChat(replies=["a b", "c d e"])  # usage: words in and out
     cb = UsageCallback()
-    fake.invoke("x", config={"callbacks": [cb]})
-    fake.invoke("y", config={"callbacks": [cb]})
+    fake.invoke("one two three four five six seven eight nine ten", config={"callbacks": [cb]})
+    fake.invoke("one two three four five", config={"callbacks": [cb]})
     assert cb.as_dict() == {
         "llm_calls": 2,
         "input_tokens": 15,

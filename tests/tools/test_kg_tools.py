@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_tests.unit_tests import ToolsUnitTests
@@ -14,7 +13,7 @@ from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.baselines.graph import create_graph_rag_graph
 from kg_agents.tools import KGToolbox, kg_toolkit, reasoning_tool
-from tests.scripted_models import ScriptedToolModel
+from tests.fakes import FakeChat
 
 KG = MemoryKG(CONTRACT_TRIPLES)
 
@@ -54,7 +53,7 @@ class TestNodeDegreeStandard(_KGToolSuite, ToolsUnitTests):
 
 
 def _rag_tool() -> BaseTool:
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     return reasoning_tool(create_graph_rag_graph(KG, llm=llm))
 
 
@@ -184,7 +183,7 @@ def test_create_react_agent_with_kg_tools():
         ),
         AIMessage(content="Penny Marshall directed Big."),
     ]
-    model = ScriptedToolModel(script=script)
+    model = FakeChat(replies=script, cycle=False)
     agent = create_react_agent(model, kg_toolkit(KG))
     out = agent.invoke({"messages": [("user", "Who directed the Tom Hanks movie Big?")]})
     tool_msgs = [m for m in out["messages"] if isinstance(m, ToolMessage)]
@@ -203,14 +202,14 @@ def test_create_react_agent_with_reasoning_tool():
         ),
         AIMessage(content="Ron Howard."),
     ]
-    agent = create_react_agent(ScriptedToolModel(script=script), [_rag_tool()])
+    agent = create_react_agent(FakeChat(replies=script, cycle=False), [_rag_tool()])
     out = agent.invoke({"messages": [("user", "Who directed Splash?")]})
     tool_msg = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     assert tool_msg.content == "Answers: Ron Howard\nPaths:\nSplash -> directed_by -> Ron Howard"
 
 
 def test_reasoning_tool_from_a_method_name():
-    llm = FakeListChatModel(responses=["Thought: known.\nAction: Finish[Ron Howard]"])
+    llm = FakeChat(replies=["Thought: known.\nAction: Finish[Ron Howard]"])
     tool = reasoning_tool("graph_agent", kg=KG, llm=llm, strategy="cot", max_steps=2)
     assert tool.invoke({"question": "who directed [Splash]"}) == "Answers: Ron Howard"
     with pytest.raises(ConfigError, match="needs kg"):
