@@ -1,4 +1,4 @@
-"""Prompt templates as files: ``kg_agents/core/prompts/<method>/<name>.txt``.
+"""Prompt templates as files: ``kg_agents/methods/<method>/prompts/<name>.txt``.
 
 A file is plain text with ``{placeholders}`` (f-string syntax, ``{{`` for a literal brace). It may be
 split into chat roles with lines ``### system``, ``### human`` and ``### ai``; without them it is one
