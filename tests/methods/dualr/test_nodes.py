@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from kg_agents.core.metering import MeteredKG
 from kg_agents.core.prompts import load_prompt
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -45,7 +46,7 @@ class ConstantEncoder:
 
 
 def make_deps(*, answer_with="llm", llm=None, encoder=None, **context) -> DualRDeps:
-    kg = MemoryKG(CONTRACT_TRIPLES)
+    kg = MeteredKG(MemoryKG(CONTRACT_TRIPLES))
     model = DualRExplorer(ExplorerConfig(hidden=8, layers=2, top_k=(3,), encoder_dim=16))
     defaults = DualRContext(num_candidates=3, top_k=None, layers=None, answer_ratio=0.5)
     for k, v in context.items():
