@@ -24,8 +24,9 @@ import torch
 
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.kg import open_kg
+from kg_agents.llm import resolve_chat_model
 from kg_agents.methods.dualr.gnn import DualRExplorer, ExplorationGraph, get_text_encoder
-from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT
+from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT, create_dualr_graph
 from kg_agents.methods.dualr.train import TrainConfig, evaluate_hits1
 
 
@@ -42,7 +43,7 @@ def main() -> None:
         type=int,
         default=0,
         help="also answer this many validation questions per hop through the dualr graph "
-        "with the local model (one LLM call each), and with llm=None on the same questions",
+        "with the local model (one LLM call each), and GNN-only (answer_with=gnn) on the same questions",
     )
     ap.add_argument("--skip-gnn", action="store_true", help="only the --llm-per-hop runs")
     ap.add_argument(
@@ -160,12 +161,9 @@ def validation_questions(hop: int, n: int, exclude_first: int) -> list:
 def llm_runs(kg: object, a: argparse.Namespace) -> None:
     """Hits@1 of the dualr graph with the local model vs GNN-only on the same questions (topic entities
     from the MetaQA brackets, as the entity index would link them)."""
-    from kg_agents.llm import resolve_chat_model
-    from kg_agents.methods.dualr.graph import create_dualr_graph
-
     llm = resolve_chat_model("local", max_tokens=32)
     graphs = {
-        "gnn_only": create_dualr_graph(kg, checkpoint=a.checkpoint),
+        "gnn_only": create_dualr_graph(kg, checkpoint=a.checkpoint, answer_with="gnn"),
         "local_llm": create_dualr_graph(kg, checkpoint=a.checkpoint, llm=llm),
     }
     for hop in [int(h) for h in a.hops.split(",")]:

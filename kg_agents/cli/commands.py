@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import inspect
 import json
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,24 @@ def open_kg_spec(spec: str) -> Any:
     return open_kg(spec)
 
 
+def needs_model(factory: Callable[..., Any], options: Mapping[str, Any]) -> bool:
+    """Whether a graph built by ``factory`` with ``options`` calls a chat model.
+
+    False when the factory takes no ``llm``, or when an option (given, or its default) has a value that
+    the factory's module lists in ``NO_LLM_OPTIONS`` (``{"answer_with": ("gnn",)}`` for ``dualr``): then
+    no ``--model`` is resolved, so no model is loaded.
+    """
+    params = inspect.signature(factory).parameters
+    if "llm" not in params:
+        return False
+    no_llm: Mapping[str, Sequence[Any]] = getattr(inspect.getmodule(factory), "NO_LLM_OPTIONS", {})
+    for name, values in no_llm.items():
+        default = params[name].default if name in params else None
+        if options.get(name, default) in values:
+            return False
+    return True
+
+
 @dataclasses.dataclass
 class MethodSetup:
     """A method with its command-line settings split into factory options and per-run context."""
@@ -89,14 +108,15 @@ class MethodSetup:
         from kg_agents.core.registry import get_method
         from kg_agents.options import keyword_options, parse_options
 
-        spec = get_method(name)
-        valid = keyword_options(spec.load())
+        factory = get_method(name).load()
+        valid = keyword_options(factory)
         valid.pop("checkpointer", None)
         mine = [p for p in settings if p.partition("=")[0].strip() in valid]
         rest = [p for p in settings if p.partition("=")[0].strip() not in valid]
         options = parse_options(mine, valid, what=f"method {name!r}")
         model_options = {"max_tokens": max_tokens} if max_tokens is not None else {}
-        return cls(name, options, rest, model_spec if "llm" in valid else None, model_options)
+        use_model = model_spec if needs_model(factory, options) else None
+        return cls(name, options, rest, use_model, model_options)
 
     def build(self, kg: Any) -> Any:
         """Build the graph over ``kg`` (the chat model is resolved once, on first need)."""

@@ -158,7 +158,7 @@ def test_dualr_ends_with_the_error_in_its_trace(proxy: FaultProxy, match: str | 
 
     get_text_encoder()(["warm up"])  # loaded before the clock starts
     kg = faulty_kg(proxy)
-    graph = create_graph("dualr", kg)
+    graph = create_graph("dualr", kg, answer_with="gnn")
     proxy.set("delay", delay=3 * TIMEOUT, match=match)
     t0 = time.monotonic()
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})

@@ -25,7 +25,7 @@ def server_kg(sparql_server: Any) -> SparqlKG:
 
 def test_dualr_gnn_only_on_server(server_kg: SparqlKG) -> None:
     """The shipped DualR explorer answers over the server, and its paths verify on that server."""
-    graph = create_graph("dualr", server_kg)
+    graph = create_graph("dualr", server_kg, answer_with="gnn")
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"][:1] == ["Ron Howard"], out.get("errors")
     assert "Splash -> directed_by -> Ron Howard" in [p.to_text() for p in out["paths"]]

@@ -128,7 +128,7 @@ def check_dualr(kg: Any) -> None:
 
     get_text_encoder()(["warm up"])  # the shared encoder is loaded before memory is traced
     ckg = CountingKG(kg)
-    graph = create_graph("dualr", ckg, fanout_limit=500)
+    graph = create_graph("dualr", ckg, answer_with="gnn", fanout_limit=500)
     out, peak = run_measured(graph)
     assert not out.get("errors"), out.get("errors")
     assert all(limit == 500 and n <= 500 for _, limit, n in ckg.reads), max(ckg.reads, key=lambda r: r[2])

@@ -20,7 +20,6 @@ import gzip
 import json
 import logging
 import random
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -31,7 +30,11 @@ import numpy as np
 import torch
 
 from kg_agents.errors import ConfigError, DataFormatError
+from kg_agents.eval.datasets import load_metaqa
+from kg_agents.files import atomic_target
+from kg_agents.kg import open_kg
 from kg_agents.kg.base import KnowledgeGraph
+from kg_agents.kg.text import bracketed
 from kg_agents.methods.dualr.gnn.encoding import (
     Encoder,
     encode_cached,
@@ -40,6 +43,18 @@ from kg_agents.methods.dualr.gnn.encoding import (
     get_text_encoder,
 )
 from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, ExplorerConfig
+
+__all__ = [
+    "QuestionLike",
+    "TrainConfig",
+    "TrainQuestion",
+    "TrainResult",
+    "evaluate_hits1",
+    "load_training_questions",
+    "read_questions",
+    "train_dualr",
+    "train_explorer",
+]
 
 log = logging.getLogger(__name__)
 
@@ -205,23 +220,22 @@ def train_dualr(
         log.info("resumed from %s at epoch %d step %d", last, start_epoch, start_step)
 
     def save_last(epoch: int, step: int) -> None:
-        tmp = last.with_suffix(".tmp")
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "optimizer": opt.state_dict(),
-                "epoch": epoch,
-                "step": step,
-                "best": best,
-                "best_epoch": best_epoch,
-                "bad": bad,
-                "history": history,
-                "model_config": _cfg_dict(mcfg),
-                "train_config": asdict(cfg),
-            },
-            tmp,
-        )
-        tmp.replace(last)
+        with atomic_target(last, suffix=".pt") as tmp:
+            torch.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "epoch": epoch,
+                    "step": step,
+                    "best": best,
+                    "best_epoch": best_epoch,
+                    "bad": bad,
+                    "history": history,
+                    "model_config": _cfg_dict(mcfg),
+                    "train_config": asdict(cfg),
+                },
+                tmp,
+            )
 
     n_steps = (len(train_q) + cfg.batch_size - 1) // cfg.batch_size
     for epoch in range(start_epoch, cfg.epochs):
@@ -291,9 +305,6 @@ def _cfg_dict(c: ExplorerConfig) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- question files
-_BRACKET = re.compile(r"\[([^\]]+)\]")
-
-
 def read_questions(path: str | FsPath) -> list[TrainQuestion]:
     """Questions from a MetaQA-format file (``question with [topic]<TAB>a1|a2``) or JSONL
     (``{"question", "answers", "topic_entities"}``); ``.gz`` allowed."""
@@ -317,7 +328,7 @@ def read_questions(path: str | FsPath) -> list[TrainQuestion]:
                     raise DataFormatError(str(p), n, f"bad JSONL question ({exc})") from exc
                 continue
             q, sep, ans = line.partition("\t")
-            topics = _BRACKET.findall(q)
+            topics = bracketed(q)
             if not sep or not topics:
                 raise DataFormatError(str(p), n, "expected 'question with [topic]<TAB>answer|answer'")
             out.append(TrainQuestion(q, [a for a in ans.split("|") if a], topics))
@@ -367,8 +378,6 @@ def train_explorer(
     Example:
         ``kg-agents train dualr --set limit=3000 --set val_limit=500 --set epochs=4``
     """
-    from kg_agents.kg import open_kg
-
     if threads:
         torch.set_num_threads(threads)
     graph_kg = open_kg(kg)
@@ -412,8 +421,6 @@ def load_training_questions(
     """Train and validation questions: ``"metaqa"`` = the seeded MetaQA dev split of each hop in ``hops``;
     otherwise a question file (80/20 seeded split unless ``val`` is given)."""
     if questions == "metaqa":
-        from kg_agents.eval.datasets import load_metaqa
-
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
         train: list[Any] = []
         valq: list[Any] = []

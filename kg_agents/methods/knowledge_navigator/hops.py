@@ -29,10 +29,23 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import ConfigError, ModelError
+from kg_agents.kg.encoder import get_sentence_encoder
+from kg_agents.kg.text import BRACKETED
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "ENTITY_MASK",
+    "HopClassifier",
+    "default_encoder",
+    "encode",
+    "forget_loaded",
+    "load_hop_classifier",
+    "mask_entities",
+    "softmax",
+]
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
 ENTITY_MASK = "ENTITY"
-_BRACKETS = re.compile(r"\[[^\[\]]*\]")
 _LOCK = threading.Lock()
 _LOADED: dict[str, HopClassifier] = {}
 
@@ -53,7 +66,7 @@ def mask_entities(question: str, entities: Iterable[str] = ()) -> str:
         >>> mask_entities("who directed Big", ["Big"])
         'who directed ENTITY'
     """
-    text = _BRACKETS.sub(ENTITY_MASK, question)
+    text = BRACKETED.sub(ENTITY_MASK, question)
     for label in sorted({e for e in entities if e and e.strip()}, key=len, reverse=True):
         text = re.sub(rf"(?<!\w){re.escape(label)}(?!\w)", ENTITY_MASK, text, flags=re.IGNORECASE)
     return " ".join(text.split())
@@ -61,8 +74,6 @@ def mask_entities(question: str, entities: Iterable[str] = ()) -> str:
 
 def default_encoder() -> Any:
     """The shared sentence encoder: all-MiniLM-L6-v2, offline (``kg.encoder.get_sentence_encoder``)."""
-    from kg_agents.kg.encoder import get_sentence_encoder
-
     return get_sentence_encoder()
 
 

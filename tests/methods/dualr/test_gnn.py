@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -9,8 +10,8 @@ from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.dualr.gnn import DualRConv, DualRExplorer, ExplorationGraph, ExplorerConfig, backtrack
-from kg_agents.methods.dualr.gnn.encoding import get_text_encoder, relation_text
-from kg_agents.methods.dualr.gnn.explorer import _topk_per_group
+from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
+from kg_agents.methods.dualr.gnn.explorer import topk_per_group
 from kg_agents.methods.dualr.train import TrainConfig, TrainQuestion, read_questions, train_dualr
 
 # Questions about the contract KG (all answers are KG entities).
@@ -66,12 +67,12 @@ def test_conv_matches_reference_on_hand_made_edges():
     assert repr(conv) == "DualRConv(4)"
 
 
-def test_topk_per_group_keeps_k_best_of_each_group():
+def testtopk_per_group_keeps_k_best_of_each_group():
     score = torch.tensor([0.1, 0.9, 0.5, 0.7, 0.2, 0.8])
     group = torch.tensor([0, 0, 0, 1, 1, 1])
-    kept = sorted(_topk_per_group(score, group, 2).tolist())
+    kept = sorted(topk_per_group(score, group, 2).tolist())
     assert kept == [1, 2, 3, 5]
-    assert sorted(_topk_per_group(score, group, 10).tolist()) == list(range(6))
+    assert sorted(topk_per_group(score, group, 10).tolist()) == list(range(6))
 
 
 def test_backtrack_follows_highest_weight_and_identity():
@@ -93,10 +94,24 @@ def test_backtrack_follows_highest_weight_and_identity():
     assert backtrack(layers, "Nobody").hops == ()
 
 
-def test_relation_text():
-    assert relation_text("directed_by") == "directed by"
-    assert relation_text("people.person.place_of_birth") == "people person place of birth"
-    assert relation_text("http://x.org/ns#starred_actors") == "starred actors"
+def test_relations_encoded_as_words_once_in_the_cache(kg, tmp_path, monkeypatch):
+    monkeypatch.setenv("KG_AGENTS_CACHE", str(tmp_path))
+    seen: list[str] = []
+
+    class Recording:
+        dim, name = 4, "recording"
+
+        def __call__(self, texts):
+            seen.extend(texts)
+            return np.ones((len(texts), 4), np.float32)
+
+    for _ in range(2):  # the second graph reads the encodings from the cache
+        graph = ExplorationGraph(kg, Recording())
+        graph.expand([graph.entity_id("Splash")])
+        assert graph.relation_encodings().shape == (4, 4)
+    assert sorted(seen) == ["directed by", "release year", "starred actors", "written by"]
+    files = [p.name for p in (tmp_path / "dualr").iterdir()]
+    assert len(files) == 1 and files[0].startswith("relations-") and files[0].endswith(".npy")
 
 
 def test_explore_prunes_and_chains_are_kg_paths(kg, encoder):
@@ -158,6 +173,7 @@ def test_training_learns_tiny_kg_and_resumes(kg, encoder, tmp_path):
     )
     assert res.best_hits1 >= 0.9, res.history
     assert res.history[0]["loss"] > res.history[-1]["loss"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt"]  # no temporary files left
     model = DualRExplorer.load(res.best_path)
     assert model.meta["val_hits1"] == res.best_hits1 and model.config.top_k == (10, 10)
     # resume: nothing left to do after the last epoch, the history is kept

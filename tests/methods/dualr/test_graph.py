@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kg_agents.core import models
 from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.dualr import DualRContext
 from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
-from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT, create_dualr_graph, format_option, parse_choice
+from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT, NO_LLM_OPTIONS, create_dualr_graph
+from kg_agents.methods.dualr.nodes import format_option, parse_choice
 from kg_agents.methods.dualr.train import TrainConfig, train_dualr
+from tests.fakes import FakeChat
 from tests.methods.dualr.test_gnn import TINY_QUESTIONS
 
 NODES = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
@@ -43,8 +46,18 @@ def checkpoint(kg, tmp_path_factory):
     return str(res.best_path)
 
 
-def test_gnn_only_answers_without_llm(kg, checkpoint):
-    g = create_dualr_graph(kg, checkpoint=checkpoint)
+@pytest.fixture
+def no_model(monkeypatch):
+    """Resolving any chat model fails the test (GNN-only answering must not load one)."""
+
+    def refuse(spec, **options):
+        raise AssertionError(f"a chat model was resolved: {spec!r}")
+
+    monkeypatch.setattr(models, "resolve_chat_model", refuse)
+
+
+def test_gnn_only_answers_without_llm(kg, checkpoint, no_model):
+    g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn")
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"][0] == "Ron Howard"
     assert out["usage"]["llm_calls"] == 0 and out["usage"]["kg_calls"] > 0
@@ -55,7 +68,7 @@ def test_gnn_only_answers_without_llm(kg, checkpoint):
 
 
 def test_llm_chooses_a_labelled_option_one_call(kg, checkpoint):
-    llm = FakeListChatModel(responses=["Based on the facts, the correct answer is B."])
+    llm = FakeChat(replies=["Based on the facts, the correct answer is B."])
     g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, num_candidates=3)
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["usage"]["llm_calls"] == 1
@@ -69,7 +82,7 @@ def test_llm_chooses_a_labelled_option_one_call(kg, checkpoint):
 
 
 def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
-    llm = FakeListChatModel(responses=["A"])
+    llm = FakeChat(replies=["A"])
     g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t"}}
     g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]}, cfg)
@@ -83,7 +96,7 @@ def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
 
 
 def test_free_answer_when_no_option_fits(kg, checkpoint):
-    llm = FakeListChatModel(responses=["None of these. Answer: Steven Spielberg"])
+    llm = FakeChat(replies=["None of these. Answer: Steven Spielberg"])
     out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     )
@@ -92,7 +105,7 @@ def test_free_answer_when_no_option_fits(kg, checkpoint):
 
 
 def test_errors_end_the_graph_without_llm_calls(kg, checkpoint):
-    llm = FakeListChatModel(responses=[])
+    llm = FakeChat()  # raises if called
     g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint)
     out = g.invoke({"question": "who directed it", "topic_entities": ["No Such Film"]})
     assert out["answers"] == [] and out["errors"] and out["usage"]["llm_calls"] == 0
@@ -100,8 +113,8 @@ def test_errors_end_the_graph_without_llm_calls(kg, checkpoint):
     assert out["answers"] == [] and out["errors"]
 
 
-def test_stream_batch_ainvoke_and_context(kg, checkpoint):
-    g = create_dualr_graph(kg, checkpoint=checkpoint)
+def test_stream_batch_ainvoke_and_context(kg, checkpoint, no_model):
+    g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn")
     events = list(g.stream({"question": "who directed [Big]", "topic_entities": ["Big"]}))
     assert [next(iter(e)) for e in events] == NODES
     outs = g.batch(
@@ -119,25 +132,86 @@ def test_stream_batch_ainvoke_and_context(kg, checkpoint):
     assert all(len(p) == 1 for p in out["paths"])
 
 
-async def test_ainvoke(kg, checkpoint):
-    out = await create_dualr_graph(kg, checkpoint=checkpoint).ainvoke(
+async def test_ainvoke(kg, checkpoint, no_model):
+    out = await create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn").ainvoke(
         {"question": "who directed [Cast Away]", "topic_entities": ["Cast Away"]}
     )
     assert out["answers"][0] == "Robert Zemeckis"
 
 
-def test_bad_options(kg, checkpoint, tmp_path):
+def test_bad_options(kg, checkpoint, tmp_path, no_model):
+    llm = FakeChat()
     with pytest.raises(ConfigError):
-        create_dualr_graph(kg, checkpoint=checkpoint, num_candidates=0)
+        create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, num_candidates=0)
     with pytest.raises(ConfigError):
-        create_dualr_graph(kg, checkpoint=checkpoint, layers=5)
+        create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, layers=5)
     with pytest.raises(ConfigError, match="no DualR checkpoint"):
-        create_dualr_graph(kg, checkpoint=str(tmp_path / "missing.pt"))
+        create_dualr_graph(kg, llm=llm, checkpoint=str(tmp_path / "missing.pt"))
+    with pytest.raises(ConfigError, match="answer_with"):
+        create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, answer_with="none")  # type: ignore[arg-type]
 
 
 def test_registered():
     spec = get_method("dualr")
-    assert {"llm", "checkpoint", "num_candidates", "top_k", "layers"} <= set(spec.options())
+    options = spec.options()
+    assert {"llm", "answer_with", "prompts", "checkpoint", "num_candidates", "top_k", "layers"} <= set(
+        options
+    )
+    assert options["llm"].default is None and options["answer_with"].default == "llm"
+    assert NO_LLM_OPTIONS == {"answer_with": ("gnn",)}
+
+
+def test_llm_none_is_the_embedded_local_model(kg, checkpoint, monkeypatch):
+    resolved: list[str] = []
+    llm = FakeChat(replies=["A"])
+
+    def resolve(spec, **options):
+        resolved.append(spec)
+        return llm
+
+    monkeypatch.setattr(models, "resolve_chat_model", resolve)
+    out = create_dualr_graph(kg, checkpoint=checkpoint).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    )
+    assert resolved == ["local"] and out["usage"]["llm_calls"] == 1 and llm.calls["replies"] == 1
+    assert out["answers"] == ["Ron Howard"]
+
+
+def test_gnn_only_ignores_a_given_model(kg, checkpoint):
+    llm = FakeChat()  # raises if called
+    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, answer_with="gnn").invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    )
+    assert out["answers"][0] == "Ron Howard" and out["usage"]["llm_calls"] == 0 and llm.prompts == []
+
+
+def test_prompts_override_by_name(kg, checkpoint):
+    llm = FakeChat(rules=[("MY PROMPT", "A")])
+    g = create_dualr_graph(
+        kg, llm=llm, checkpoint=checkpoint, prompts={"answer": "MY PROMPT {question}\n{options}"}
+    )
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Ron Howard"] and llm.calls["MY PROMPT"] == 1
+    assert llm.prompts[0].startswith("MY PROMPT who directed [Splash]\nA. Ron Howard")
+    # the prompt keyword still works
+    llm2 = FakeChat(rules=[("OLD KEYWORD", "A")])
+    create_dualr_graph(kg, llm=llm2, checkpoint=checkpoint, prompt="OLD KEYWORD {question} {options}").invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    )
+    assert llm2.calls["OLD KEYWORD"] == 1
+    with pytest.raises(ConfigError, match="valid: answer"):
+        create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, prompts={"reason": "x"})
+    with pytest.raises(ConfigError, match="twice"):
+        create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, prompt="a", prompts={"answer": "b"})
+
+
+def test_run_context_keeps_the_factory_values_it_does_not_set(kg, checkpoint):
+    g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn", num_candidates=5)
+    q = {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]}
+    out = g.invoke(q, context={"answer_ratio": 0.0})  # num_candidates stays the factory's 5
+    assert len(out["answers"]) == 5
+    out = g.invoke(q, context=DualRContext(num_candidates=2, answer_ratio=0.0))
+    assert len(out["answers"]) == 2
 
 
 @pytest.mark.parametrize(
@@ -174,7 +248,7 @@ def metaqa():
 def test_metaqa_gnn_only_with_shipped_checkpoint(metaqa):
     if not DEFAULT_CHECKPOINT.is_file():
         pytest.fail(f"the bundled checkpoint {DEFAULT_CHECKPOINT} is missing")
-    g = create_graph("dualr", metaqa, llm=None)
+    g = create_graph("dualr", metaqa, answer_with="gnn")
     # topic entities given: building the entity index is another module's cost, not this test's
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert "Ron Howard" in out["answers"] and out["usage"]["llm_calls"] == 0

@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
 
 from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Triple
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.methods.knowledge_navigator.graph import (
+from kg_agents.kg.text import relation_words
+from kg_agents.methods.knowledge_navigator import KnowledgeNavigatorContext
+from kg_agents.methods.knowledge_navigator.graph import PROMPT_NAMES, create_knowledge_navigator_graph
+from kg_agents.methods.knowledge_navigator.hops import HopClassifier, mask_entities
+from kg_agents.methods.knowledge_navigator.knowledge import (
     aggregate_triples,
     candidate_text,
-    create_knowledge_navigator_graph,
     ground_answers,
     parse_selection,
     parse_variants,
-    relation_phrase,
     verbalise,
     weighted_vote,
 )
-from kg_agents.methods.knowledge_navigator.hops import HopClassifier, mask_entities
 from kg_agents.methods.knowledge_navigator.train import fit_softmax_head
+from tests.fakes import FakeChat
 
 Q = "who directed the films written by [Babaloo Mandel]"
 VARIANTS = (
@@ -39,9 +41,9 @@ def kg():
 
 
 # --------------------------------------------------------------------------- pure helpers
-def test_relation_phrase_and_candidate_text():
-    assert relation_phrase("starred_actors") == "starred actors"
-    assert relation_phrase("http://x.org/ns#in_language") == "in language"
+def test_relation_words_and_candidate_text():
+    assert relation_words("starred_actors") == "starred actors"
+    assert relation_words("http://x.org/ns#in_language") == "in language"
     assert candidate_text("written_by", "in", "Babaloo Mandel") == "? written by Babaloo Mandel"
     assert candidate_text("written_by", "out", "Splash") == "Splash written by ?"
 
@@ -159,7 +161,7 @@ def _script():
 
 
 def test_two_hop_vote_paths_usage(kg):
-    llm = FakeListChatModel(responses=_script())
+    llm = FakeChat(replies=_script())
     g = create_knowledge_navigator_graph(kg, llm=llm)
     out = g.invoke({"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2})
     assert out["answers"] == ["Ron Howard"]
@@ -182,7 +184,7 @@ def test_two_hop_vote_paths_usage(kg):
 
 
 def test_variant_weight_changes_the_vote(kg):
-    llm = FakeListChatModel(responses=_script())
+    llm = FakeChat(replies=_script())
     g = create_knowledge_navigator_graph(kg, llm=llm)
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]},
@@ -193,21 +195,21 @@ def test_variant_weight_changes_the_vote(kg):
 
 
 def test_no_variants_one_call_per_group_and_per_entity_mode(kg):
-    llm = FakeListChatModel(responses=["Answer: 1", "Answer: 1", "Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: 1", "Answer: 1", "Answer: Ron Howard"])
     g = create_knowledge_navigator_graph(kg, llm=llm)
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
     )
     assert out["usage"]["llm_calls"] == 3 and out["answers"] == ["Ron Howard"]
     # Cast Away and Forrest Gump have the same candidates: one call per entity in the paper's mode ...
-    llm2 = FakeListChatModel(responses=["Answer: 1", "Answer: 1", "Answer: x"])
+    llm2 = FakeChat(replies=["Answer: 1", "Answer: 1", "Answer: x"])
     g2 = create_knowledge_navigator_graph(kg, llm=llm2, grouping="none")
     out2 = g2.invoke(
         {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
         context={"hops": 1, "num_variants": 0},
     )
     assert out2["usage"]["llm_calls"] == 3
-    llm3 = FakeListChatModel(responses=["Answer: 1", "Answer: x"])
+    llm3 = FakeChat(replies=["Answer: 1", "Answer: x"])
     out3 = create_knowledge_navigator_graph(kg, llm=llm3).invoke(
         {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
         context={"hops": 1, "num_variants": 0},
@@ -217,7 +219,7 @@ def test_no_variants_one_call_per_group_and_per_entity_mode(kg):
 
 
 def test_llm_budget_stops_retrieval(kg):
-    llm = FakeListChatModel(responses=[VARIANTS, "Answer: Ron Howard"])
+    llm = FakeChat(replies=[VARIANTS, "Answer: Ron Howard"])
     g = create_knowledge_navigator_graph(kg, llm=llm)
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 3, "max_llm_calls": 3}
@@ -229,7 +231,7 @@ def test_llm_budget_stops_retrieval(kg):
 
 
 def test_fanout_and_core_limits_traced(kg):
-    llm = FakeListChatModel(responses=["Answer: Tom Hanks"])
+    llm = FakeChat(replies=["Answer: Tom Hanks"])
     g = create_knowledge_navigator_graph(kg, llm=llm, fanout_limit=2)
     out = g.invoke(
         {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
@@ -245,16 +247,20 @@ def test_fanout_and_core_limits_traced(kg):
     [({"knowledge_format": "tables"}, "knowledge_format"), ({"top_k": 0}, "top_k"), ({"hops": 0}, "hops")],
 )
 def test_bad_options_recorded_not_raised(kg, context, msg):
-    llm = FakeListChatModel(responses=[])
+    llm = FakeChat()
     out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context=context
     )
     assert out["answers"] == [] and out["paths"] == [] and msg in out["errors"][0]["message"]
+    assert out["errors"][0]["type"] == "ConfigError" and out["errors"][0]["node"] == "analyse_question"
     assert out["usage"]["llm_calls"] == 0
+    # the same values as factory options are refused at creation
+    with pytest.raises(ConfigError, match=msg):
+        create_knowledge_navigator_graph(kg, llm=llm, **context)
 
 
 def test_empty_question_and_unknown_entity_end(kg):
-    llm = FakeListChatModel(responses=[])
+    llm = FakeChat()
     g = create_knowledge_navigator_graph(kg, llm=llm)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and out["errors"]
@@ -263,17 +269,18 @@ def test_empty_question_and_unknown_entity_end(kg):
     assert out["usage"]["llm_calls"] == 0
 
 
+class LimitRecordingChat(FakeChat):
+    """FakeChat that also records the ``max_tokens`` of every call."""
+
+    limits: list = Field(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.limits.append(kwargs.get("max_tokens"))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
 def test_fewshot_prompt_used(kg):
-    seen = []
-    limits = []
-
-    class Recording(FakeListChatModel):
-        def invoke(self, messages, *a, **k):  # type: ignore[override]
-            seen.append(messages)
-            limits.append(k.get("max_tokens"))
-            return super().invoke(messages, *a, **k)
-
-    llm = Recording(responses=["Answer: Ron Howard"])
+    llm = LimitRecordingChat(replies=["Answer: Ron Howard"])
     out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
         context={
@@ -285,14 +292,15 @@ def test_fewshot_prompt_used(kg):
             "answer_max_tokens": 33,
         },
     )
-    assert limits == [33]
+    assert llm.limits == [33]
     assert out["answers"] == ["Ron Howard"]
+    seen = llm.messages
     assert len(seen) == 1 and len(seen[0]) == 6  # system + 2 examples (human, ai) + the question
     assert "Splash directed by Ron Howard." in seen[0][-1].content
 
 
 def test_stream_checkpointer_ainvoke_registry(kg):
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"] * 4)
+    llm = FakeChat(replies=["Answer: Ron Howard"] * 4)
     g = create_knowledge_navigator_graph(kg, llm=llm, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t"}}
     events = list(
@@ -318,7 +326,7 @@ def test_stream_checkpointer_ainvoke_registry(kg):
 
 
 async def test_ainvoke(kg):
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     out = await create_knowledge_navigator_graph(kg, llm=llm).ainvoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
         context={"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5},
@@ -327,7 +335,7 @@ async def test_ainvoke(kg):
 
 
 def test_hop_grouping_one_call_over_the_union(kg):
-    llm = FakeListChatModel(responses=["Answer: 2", "Answer: 1984"])
+    llm = FakeChat(replies=["Answer: 2", "Answer: 1984"])
     g = create_knowledge_navigator_graph(kg, llm=llm, grouping="hop")
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
@@ -373,10 +381,66 @@ def test_grounding_switch(kg):
     script = ["Answer: Splash directed by Ron Howard"]
     ctx = {"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5}
     q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
-    out = create_knowledge_navigator_graph(kg, llm=FakeListChatModel(responses=script)).invoke(q, context=ctx)
+    out = create_knowledge_navigator_graph(kg, llm=FakeChat(replies=script)).invoke(q, context=ctx)
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
-    out = create_knowledge_navigator_graph(kg, llm=FakeListChatModel(responses=script)).invoke(
+    out = create_knowledge_navigator_graph(kg, llm=FakeChat(replies=script)).invoke(
         q, context={**ctx, "ground_answers": False}
     )
     assert out["answers"] == ["Splash directed by Ron Howard"] and out["paths"] == []
+
+
+# --------------------------------------------------------------------------- options and prompts
+def test_run_context_keeps_the_factory_options_it_does_not_set(kg):
+    """A per-run context that sets some fields leaves the factory's other options in force."""
+    llm = LimitRecordingChat(replies=["Answer: Ron Howard"])
+    g = create_knowledge_navigator_graph(kg, llm=llm, fewshot=True, answer_max_tokens=33, num_variants=0)
+    q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    out = g.invoke(q, context={"hops": 1, "top_k": 5, "top_m": 5})
+    assert out["answers"] == ["Ron Howard"] and out["usage"]["llm_calls"] == 1  # still no variants
+    assert llm.limits == [33] and len(llm.messages[0]) == 6  # still few-shot, still 33 tokens
+    # a field the run sets wins over the factory's; a dataclass context works the same
+    g.invoke(q, context=KnowledgeNavigatorContext(hops=1, top_k=5, top_m=5, answer_max_tokens=7))
+    assert llm.limits == [33, 7]
+
+
+def test_factory_hops_and_variants(kg):
+    llm = FakeChat(replies=["Answer: 1", "Answer: 1", "Answer: Ron Howard"])
+    g = create_knowledge_navigator_graph(kg, llm=llm, hops=2, num_variants=0)
+    out = g.invoke({"question": Q, "topic_entities": ["Babaloo Mandel"]})
+    analysis = next(t for t in out["trace"] if t["node"] == "analyse_question")
+    assert analysis["hops_source"] == "context" and analysis["hops"] == 2
+    assert out["answers"] == ["Ron Howard"] and out["usage"]["llm_calls"] == 3
+
+
+def test_prompts_override_by_name(kg):
+    llm = FakeChat(rules=[("PICK", "Answer: 1"), ("KNOW", "Answer: Ron Howard")])
+    g = create_knowledge_navigator_graph(
+        kg,
+        llm=llm,
+        prompts={
+            "select_relations": "PICK for {question} {entity} {k}:\n{options}",
+            "reason": "KNOW {knowledge} Q {question}",
+        },
+    )
+    out = g.invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
+        context={"hops": 1, "num_variants": 0},
+    )
+    assert out["answers"] == ["Ron Howard"] and llm.calls["PICK"] == 1 and llm.calls["KNOW"] == 1
+    assert llm.prompts[1] == "KNOW Splash directed by Ron Howard. Q who directed [Splash]"
+    assert PROMPT_NAMES == ("reason", "reason_fewshot", "select_relations", "similar_questions")
+    with pytest.raises(ConfigError, match="valid: reason, reason_fewshot, select_relations"):
+        create_knowledge_navigator_graph(kg, llm=llm, prompts={"answer": "x"})
+    with pytest.raises(ConfigError, match="twice"):
+        create_knowledge_navigator_graph(kg, llm=llm, select_prompt="a", prompts={"select_relations": "b"})
+
+
+def test_reason_prompt_keyword_covers_fewshot_too(kg):
+    llm = FakeChat(rules=[("MINE", "Answer: Ron Howard")])
+    g = create_knowledge_navigator_graph(kg, llm=llm, reason_prompt="MINE {knowledge} {question}")
+    ctx = {"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5}
+    q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    g.invoke(q, context=ctx)
+    g.invoke(q, context={**ctx, "fewshot": True})
+    assert llm.calls["MINE"] == 2

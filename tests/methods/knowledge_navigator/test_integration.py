@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from kg_agents.kg.base import verify_path
+from kg_agents.kg.text import bracketed
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +41,7 @@ def test_knowledge_navigator_local_model_metaqa(metaqa):
     from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 
     q = next(iter(load_metaqa(1, split="validation", seed=0, limit=1)))
-    topics = re.findall(r"\[([^\[\]]+)\]", q.question)
+    topics = bracketed(q.question)
     g = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"))
     out = g.invoke(
         {"question": q.question, "topic_entities": topics},

@@ -7,6 +7,8 @@ from torch import Tensor
 from torch.nn import Linear, Parameter
 from torch_geometric.nn import MessagePassing
 
+__all__ = ["DualRConv"]
+
 
 class DualRConv(MessagePassing):
     r"""The exploration layer of DualR (Liu et al., *Dual Reasoning: A GNN-LLM

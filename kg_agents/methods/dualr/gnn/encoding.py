@@ -16,26 +16,23 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder
+from kg_agents.files import atomic_target, cache_root
+from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, get_sentence_encoder
 
 __all__ = [
     "DEFAULT_ENCODER",
     "Encoder",
     "LLMEmbeddingEncoder",
-    "cache_dir",
     "encode_cached",
     "encoder_dim",
     "encoder_name",
     "get_text_encoder",
-    "relation_text",
 ]
 
 
@@ -92,22 +89,7 @@ class LLMEmbeddingEncoder:
 def get_text_encoder(name: str | None = None) -> Encoder:
     """The shared sentence encoder (:func:`kg_agents.kg.encoder.get_sentence_encoder`): all-MiniLM-L6-v2
     by default, or a local sentence-transformers model directory."""
-    from kg_agents.kg.encoder import get_sentence_encoder
-
     return get_sentence_encoder(None if name in (None, DEFAULT_ENCODER) else name)
-
-
-def relation_text(relation: str) -> str:
-    """Readable text of a relation id: ``"directed_by"`` -> ``"directed by"``; IRIs keep their last part;
-    Freebase ``a.b.c_d`` -> ``"a b c d"``."""
-    rel = re.split(r"[/#]", relation.rstrip("/#>"))[-1] if "://" in relation else relation
-    return re.sub(r"[._\s]+", " ", rel).strip() or relation
-
-
-def cache_dir() -> Path:
-    """``$KG_AGENTS_CACHE/dualr`` (default ``~/.cache/kg_agents/dualr``)."""
-    root = Path(os.environ.get("KG_AGENTS_CACHE", Path.home() / ".cache" / "kg_agents"))
-    return root / "dualr"
 
 
 def encode_cached(
@@ -116,19 +98,17 @@ def encode_cached(
     """Encode ``texts`` once and keep the array on disk, keyed by the encoder and the exact texts.
 
     Used for the questions of a training split and the relations of a KG, so later runs load them in
-    milliseconds.
+    milliseconds. The default folder is ``cache_root("dualr")`` (``$KG_AGENTS_CACHE/dualr``).
     """
     name = encoder_name(encoder)
     key = hashlib.sha256("\x1f".join([name, *texts]).encode("utf-8")).hexdigest()[:20]
-    d = Path(directory) if directory is not None else cache_dir()
+    d = Path(directory) if directory is not None else cache_root("dualr")
     path = d / f"{tag}-{key}.npy"
     if path.is_file():
         arr = np.load(path)
         if arr.shape[0] == len(texts):
             return arr
     arr = np.asarray(encoder(list(texts)) if texts else np.zeros((0, encoder_dim(encoder))), np.float32)
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-    np.save(tmp, arr)
-    tmp.replace(path)
+    with atomic_target(path, suffix=".npy") as tmp:
+        np.save(tmp, arr)
     return arr

@@ -39,15 +39,20 @@ import torch
 from torch import Tensor, nn
 
 from kg_agents.errors import ConfigError, DataFormatError
+from kg_agents.files import atomic_target
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path
+from kg_agents.kg.text import relation_words
 from kg_agents.methods.dualr.gnn.conv import DualRConv
-from kg_agents.methods.dualr.gnn.encoding import (
-    DEFAULT_ENCODER,
-    Encoder,
-    encode_cached,
-    encoder_dim,
-    relation_text,
-)
+from kg_agents.methods.dualr.gnn.encoding import DEFAULT_ENCODER, Encoder, encode_cached, encoder_dim
+
+__all__ = [
+    "DualRExplorer",
+    "Exploration",
+    "ExplorationGraph",
+    "ExplorerConfig",
+    "backtrack",
+    "topk_per_group",
+]
 
 _KEY = 1 << 32  # node key = question index * _KEY + entity id
 
@@ -147,7 +152,7 @@ class ExplorationGraph:
         if have < len(self.id2rel):
             new = self.id2rel[have:]
             if self.encoder is not None:
-                enc = encode_cached(self.encoder, [relation_text(r) for r in new], tag="relations")
+                enc = encode_cached(self.encoder, [relation_words(r) for r in new], tag="relations")
             else:
                 enc = self._rng.standard_normal((len(new), self._rel_enc.shape[1])).astype(np.float32)
             self._rel_enc = np.concatenate([self._rel_enc, enc], 0)
@@ -412,7 +417,7 @@ class DualRExplorer(nn.Module):
             is_new = ~keep
             if bool(is_new.any()):
                 idx_new = torch.nonzero(is_new).flatten()
-                kept_new = idx_new[_topk_per_group(alpha[idx_new].detach(), src[idx_new], ks[layer])]
+                kept_new = idx_new[topk_per_group(alpha[idx_new].detach(), src[idx_new], ks[layer])]
                 keep[kept_new] = True
             keys_all = e_b * _KEY + dst_ent
             before.append(_count_unique_per_group(keys_all, n_q))
@@ -466,12 +471,11 @@ class DualRExplorer(nn.Module):
     # -- checkpoints
     def save(self, path: str | FsPath, **extra: Any) -> None:
         """Save config + weights (+ ``extra`` metadata) to one ``.pt`` file."""
-        path = FsPath(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         cfg = asdict(self.config)
         cfg["top_k"] = list(self.config.top_k)
         state = {k: v.detach().cpu() for k, v in self.state_dict().items()}
-        torch.save({"config": cfg, "state_dict": state, "meta": extra}, path)
+        with atomic_target(path, suffix=".pt") as tmp:
+            torch.save({"config": cfg, "state_dict": state, "meta": extra}, tmp)
 
     @classmethod
     def load(cls, path: str | FsPath, *, map_location: str = "cpu") -> DualRExplorer:
@@ -490,7 +494,7 @@ class DualRExplorer(nn.Module):
         return model
 
 
-def _topk_per_group(score: Tensor, group: Tensor, k: int) -> Tensor:
+def topk_per_group(score: Tensor, group: Tensor, k: int) -> Tensor:
     """Positions (into ``score``) of the ``k`` highest scores of each group."""
     order = torch.argsort(score, descending=True, stable=True)
     order = order[torch.argsort(group[order], stable=True)]

@@ -1,0 +1,307 @@
+"""The nodes of the ``dualr`` graph, each a module-level function over a :class:`DualRDeps`.
+
+:func:`~kg_agents.methods.dualr.graph.create_dualr_graph` binds the dependencies when it builds the
+graph (``functools.partial(explore, deps)``); a test can call any node alone with its own deps, a
+state dict and a runtime whose ``context`` is None (the factory's values) or a :class:`DualRContext`
+(``kg_agents.methods.dualr.graph``).
+
+The pure helpers of the answer step live here too: :func:`format_option` (one reference answer of the
+multiple-choice prompt) and :func:`parse_choice` (the option the LLM picked, or its free answer).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from langchain_core.prompts import ChatPromptTemplate
+from langgraph.runtime import Runtime
+
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.context import run_context
+from kg_agents.core.metering import invoke_llm, metered
+from kg_agents.core.nodes import verified_paths_update
+from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
+from kg_agents.errors import ConfigError, KGAgentsError
+from kg_agents.kg.base import KnowledgeGraph, Path
+from kg_agents.kg.encoder import Encoder
+from kg_agents.methods.dualr.gnn.encoding import encoder_dim, get_text_encoder
+from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
+
+__all__ = [
+    "LABELS",
+    "DualRDeps",
+    "ExplorerSession",
+    "backtrack_chains",
+    "build_prompt",
+    "determine_answer",
+    "encode_question",
+    "explore",
+    "format_option",
+    "parse_choice",
+]
+
+#: Labels of the reference answers in the multiple-choice prompt (so at most 26 candidates).
+LABELS = string.ascii_uppercase
+
+AnswerWith = Literal["llm", "gnn"]
+
+
+# --------------------------------------------------------------------------- pure helpers
+def format_option(label: str, name: str, probability: float, facts: list[tuple[str, str, str]]) -> str:
+    """One reference answer of the multiple-choice prompt (its own probability next to it).
+
+    Example:
+        >>> format_option("A", "1989", 0.9964, [("Dad", "release_year", "1989")])
+        'A. 1989 (correct probability: 0.996) {relevant facts: (Dad, release_year, 1989)}'
+    """
+    facts_text = ", ".join(f"({h}, {r}, {t})" for h, r, t in facts)
+    return f"{label}. {name} (correct probability: {probability:.3f}) {{relevant facts: {facts_text}}}"
+
+
+def parse_choice(text: str, options: list[str]) -> tuple[int | None, list[str]]:
+    """The option the LLM chose, or its free answer.
+
+    Returns ``(index of the chosen option or None, free answers)``. A label is recognised as
+    ``B.``/``B)``/``(B)``/``option B``/``answer is B`` or a lone ``B``; failing that, an option named in
+    the text (the longest match first); failing that, the answers of
+    :func:`~kg_agents.core.answers.parse_answers`.
+
+    Example:
+        >>> parse_choice("The correct answer is B. Miller Park.", ["Seattle Pilots", "Miller Park"])
+        (1, [])
+        >>> parse_choice("Answer: Milwaukee", ["Seattle Pilots", "Miller Park"])
+        (None, ['Milwaukee'])
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None, []
+    labels = LABELS[: len(options)]
+    if labels:
+        cls = f"[{labels}]"
+        patterns = [
+            rf"(?:answer|option|choice)\s*(?:is|:)?\s*[:\-]?\s*\(?({cls})\b(?![a-z'])",
+            rf"(?:^|\s|\(|\*)({cls})[.)]\s",
+            rf"(?:^|\s|\()({cls})[.)]?\s*$",
+            rf"^\s*\(?({cls})\)?\s*[.:)\-]",
+        ]
+        for pat in patterns:
+            m = (
+                re.search(pat, text, re.IGNORECASE | re.MULTILINE)
+                if "answer" in pat
+                else re.search(pat, text, re.MULTILINE)
+            )
+            if m:
+                i = labels.index(m.group(1).upper())
+                # "B. 1998" where 1998 is option A's name: trust the content over the label.
+                after = text[m.end() :].lstrip(" .:)").lower()
+                named = [j for j, o in enumerate(options) if o and after.startswith(o.lower())]
+                return (
+                    named[0] if named and named[0] != i and not after.startswith(options[i].lower()) else i
+                ), []
+    low = text.lower()
+    found = sorted((low.find(o.lower()), -len(o), j) for j, o in enumerate(options) if o and o.lower() in low)
+    if found:
+        return found[0][2], []
+    marks = list(re.finditer(r"\banswers?\s*(?:is|:)\s*", text, re.IGNORECASE))
+    return None, parse_answers(text[marks[-1].end() :] if marks else text)
+
+
+# --------------------------------------------------------------------------- dependencies
+class ExplorerSession:
+    """The explorer with the text encoder and the exploration graph it runs on, each built on first need.
+
+    One session serves every run of a graph: the exploration graph keeps the neighbours it fetched, and
+    :attr:`lock` serialises explorations over it (``batch()`` runs nodes in threads).
+
+    Args:
+        model: the trained explorer.
+        kg: the (metered) knowledge graph.
+        encoder: the frozen text encoder (None: the one the checkpoint names, loaded on first need).
+        fanout_limit: edges fetched per entity and expansion.
+    """
+
+    def __init__(
+        self,
+        model: DualRExplorer,
+        kg: KnowledgeGraph,
+        *,
+        encoder: Encoder | None = None,
+        fanout_limit: int = 1000,
+    ) -> None:
+        self.model = model
+        self.kg = kg
+        self.fanout_limit = fanout_limit
+        self.lock = threading.Lock()
+        self._given = encoder
+        self._encoder: Encoder | None = None
+        self._graph: ExplorationGraph | None = None
+
+    def encoder(self) -> Encoder:
+        """The text encoder, checked against the size the checkpoint expects.
+
+        Raises:
+            ConfigError: the encoder's vectors have another size.
+        """
+        if self._encoder is None:
+            enc = self._given if self._given is not None else get_text_encoder(self.model.config.encoder)
+            dim = encoder_dim(enc)
+            if dim != self.model.config.encoder_dim:
+                raise ConfigError(
+                    f"encoder gives {dim}-d vectors, the checkpoint expects {self.model.config.encoder_dim}"
+                )
+            self._encoder = enc
+        return self._encoder
+
+    def graph(self) -> ExplorationGraph:
+        """The exploration graph over :attr:`kg` (call it holding :attr:`lock`)."""
+        if self._graph is None:
+            self._graph = ExplorationGraph(self.kg, self.encoder(), fanout_limit=self.fanout_limit)
+        return self._graph
+
+
+@dataclass(frozen=True)
+class DualRDeps:
+    """What the ``dualr`` nodes need, bound once when the graph is built.
+
+    Args:
+        kg: the (metered) knowledge graph.
+        explorer: the explorer session (model, encoder, exploration graph).
+        template: the answer prompt (placeholders ``question``, ``options``).
+        defaults: the factory's full ``DualRContext``; a run's context is laid over it.
+        answer_with: ``"llm"`` (one LLM call picks among the candidates) or ``"gnn"`` (the explorer's
+            most probable candidates are the answers; no LLM).
+        llm: the chat model (None when ``answer_with="gnn"``).
+    """
+
+    kg: Any
+    explorer: ExplorerSession
+    template: ChatPromptTemplate
+    defaults: Any
+    answer_with: AnswerWith = "llm"
+    llm: Any = None
+
+
+# --------------------------------------------------------------------------- nodes
+@metered
+@guarded("encode_question")
+def encode_question(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
+    """The question's text encoding (the frozen encoder of the checkpoint)."""
+    try:
+        vec = deps.explorer.encoder()([state["question"]])[0]
+    except KGAgentsError as exc:
+        return {"answers": [], "paths": [], **error_update("encode_question", exc)}
+    return {"question_encoding": [float(x) for x in vec]}
+
+
+@metered
+@guarded("explore")
+def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None) -> dict[str, Any]:
+    """The GNN's exploration from the topic entities: the top-N candidates and the kept edges."""
+    ctx = run_context(runtime, deps.defaults)
+    session = deps.explorer
+    try:
+        q = torch.tensor([state["question_encoding"]], dtype=torch.float32)
+        with session.lock, torch.no_grad():
+            graph = session.graph()
+            before_trunc = graph.truncated
+            ex = session.model.explore(
+                q,
+                [state.get("topic_entities") or []],
+                graph,
+                top_k=ctx.top_k,
+                layers=ctx.layers,
+            )
+            top = ex.top_candidates(0, ctx.num_candidates)
+            cands = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
+            explored = ex.kept_edges(0)
+            truncated = graph.truncated - before_trunc
+    except KGAgentsError as exc:
+        return {"answers": [], "paths": [], **error_update("explore", exc)}
+    trace = {
+        "node": "explore",
+        "candidates": len(ex.entity),
+        "before_pruning": [int(c[0]) for c in ex.before_pruning],
+        "after_pruning": [int(c[0]) for c in ex.after_pruning],
+        "fanout_truncated": truncated,
+    }
+    update: dict[str, Any] = {"candidates": cands, "explored": explored, "trace": [trace]}
+    if not cands:
+        update.update(
+            answers=[],
+            paths=[],
+            errors=[
+                error_record("explore", "no candidate reached from the topic entities", type="NoCandidate")
+            ],
+        )
+    return update
+
+
+@metered
+@guarded("backtrack")
+def backtrack_chains(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
+    """Algorithm 2: each candidate's reasoning chain, kept only when every hop is a KG triple."""
+    explored = state.get("explored") or []
+    chains = {c["entity"]: backtrack(explored, c["entity"]) for c in state.get("candidates") or []}
+    checked = verified_paths_update(deps.kg, [p for p in chains.values() if len(p)], node="backtrack")
+    ok = {p.to_text() for p in checked["paths"]}
+    kept = {e: p.to_text() for e, p in chains.items() if p.to_text() in ok}
+    trace = [{"node": "backtrack", "chains": kept}, *checked["trace"]]
+    return {"chains": kept, "evidence": sorted(set(kept.values())), "trace": trace}
+
+
+@metered
+@guarded("build_prompt")
+def build_prompt(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
+    """The knowledge-enhanced options: each candidate's label, probability and chain facts."""
+    chains = state.get("chains") or {}
+    lines = []
+    for label, c in zip(LABELS, state.get("candidates") or [], strict=False):
+        facts = []
+        if c["entity"] in chains:
+            facts = [
+                (deps.kg.label(t.head), t.relation, deps.kg.label(t.tail))
+                for t in Path.from_text(chains[c["entity"]]).triples
+            ]
+        lines.append(format_option(label, deps.kg.label(c["entity"]), c["probability"], facts))
+    return {"options": "\n".join(lines)}
+
+
+@metered
+@guarded("determine_answer")
+def determine_answer(
+    deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None
+) -> dict[str, Any]:
+    """The answer: one LLM call over the options, or (``answer_with="gnn"``) the GNN's best candidates."""
+    ctx = run_context(runtime, deps.defaults)
+    cands = state.get("candidates") or []
+    chains = state.get("chains") or {}
+    trace: dict[str, Any] = {"node": "determine_answer"}
+    if deps.answer_with == "gnn":
+        best = cands[0]["probability"]
+        chosen = [c["entity"] for c in cands if c["probability"] >= ctx.answer_ratio * best]
+        answers = [deps.kg.label(e) for e in chosen]
+        trace["mode"] = "gnn_only"
+    else:
+        msg = invoke_llm(
+            deps.llm,
+            deps.template.format_messages(question=state["question"], options=state.get("options") or ""),
+        )
+        raw = str(msg.content)
+        names = [deps.kg.label(c["entity"]) for c in cands]
+        idx, free = parse_choice(raw, names)
+        if idx is not None:
+            chosen, answers = [cands[idx]["entity"]], [names[idx]]
+        else:
+            chosen, answers = [], free[:1]
+        trace.update(mode="llm", raw=raw, choice=None if idx is None else LABELS[idx])
+    update = verified_paths_update(deps.kg, [Path.from_text(chains[e]) for e in chosen if e in chains])
+    update["answers"] = answers
+    update["trace"] = [trace, *update["trace"]]
+    if not answers:
+        update["errors"] = no_answer_error("determine_answer", trace.get("raw", ""))
+    return update
