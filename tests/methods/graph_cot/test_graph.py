@@ -23,6 +23,8 @@ from kg_agents.methods.graph_cot.graph import (
     create_graph_agent_graph,
     create_graph_explore_graph,
     expected_llm_calls,
+)
+from kg_agents.methods.graph_cot.parsing import (
     parse_action,
     parse_bracket_list,
     parse_score,
@@ -416,7 +418,7 @@ def test_bad_options_and_bad_input():
     g = create_graph_agent_graph(KG, llm=llm)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and list(map(error_text, out["errors"])) == [
-        "prepare: ReasoningError: empty question"
+        "prepare: EmptyQuestion: empty question"
     ]
     out = g.invoke(Q, context={"evaluator": "vote"})
     assert out["answers"] == [] and "evaluator must be one of" in out["errors"][0]["message"]
