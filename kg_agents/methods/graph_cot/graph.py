@@ -43,10 +43,10 @@ sum_{i<D} t**i`` states expanded (the paper's table 5: ``k (t**D - 1)/(t - 1)``)
 
 Reasoning paths: the triples a chain saw (``NeighborCheck`` results, explored triples) are searched for
 paths from the chain's start entities (topic entities, retrieved nodes) to the answers; every path goes
-through :func:`~kg_agents.core.verified_paths_update`.
+through :func:`~kg_agents.core.nodes.verified_paths_update`.
 
 Layout: the nodes are in :mod:`~kg_agents.methods.graph_cot.nodes` (functions over a
-:class:`~kg_agents.methods.graph_cot.GraphCoTDeps`), what a step does in
+:class:`~kg_agents.methods.graph_cot.nodes.GraphCoTDeps`), what a step does in
 :mod:`~kg_agents.methods.graph_cot.interaction`, the output parsers in
 :mod:`~kg_agents.methods.graph_cot.parsing`, the context and state in
 :mod:`~kg_agents.methods.graph_cot.state`; this module wires them and holds the factories.
