@@ -1,7 +1,9 @@
 """Graph-CoT: an LLM agent over graph tools (``graph_agent``) or automatic exploration (``graph_explore``),
 each searched as a chain, tree or graph of thoughts.
 
-From "Grounding LLM Reasoning with Knowledge Graphs".
+From "Grounding LLM Reasoning with Knowledge Graphs". Modules: ``graph`` (factories and wiring),
+``nodes`` (the graph's nodes over ``GraphCoTDeps``), ``interaction`` (what one step does: agent or
+explorer), ``parsing`` (model output parsers), ``state`` (context, state, settings).
 """
 
 from __future__ import annotations

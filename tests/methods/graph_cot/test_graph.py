@@ -1,7 +1,8 @@
-"""graph_agent / graph_explore (Graph-CoT, ToT, GoT): control flow with scripted chat models, and a real run.
+"""graph_agent / graph_explore (Graph-CoT, ToT, GoT): control flow with FakeChat, and a real run.
 
-Scripted models answer by prompt content (``RuleModel``), so parallel branches (``Send``) get the same
-answers whatever order they run in; ``ScriptedToolModel`` replays tool calls for the tool-calling agent.
+FakeChat answers by prompt content (rules keyed by ``tests.methods.graph_cot.helpers``), so parallel
+branches (``Send``) get the same answers whatever order they run in; its ``replies`` replay tool calls
+for the tool-calling agent. Text actions need ``tools=False`` (a model without tool calling).
 """
 
 from __future__ import annotations
@@ -16,45 +17,34 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from kg_agents.core.records import error_text
 from kg_agents.core.registry import create_graph, get_method
-from kg_agents.errors import ConfigError
-from kg_agents.kg import MemoryKG
-from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.errors import ConfigError, ModelError
+from kg_agents.kg import open_kg
+from kg_agents.llm import resolve_chat_model
 from kg_agents.methods.graph_cot.graph import (
     create_graph_agent_graph,
     create_graph_explore_graph,
     expected_llm_calls,
-    parse_action,
-    parse_bracket_list,
-    parse_score,
-    parse_selection,
 )
-from tests.scripted_models import RuleModel, ScriptedToolModel
-
-KG = MemoryKG(CONTRACT_TRIPLES)
-Q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
-
-# Keys that identify each prompt (first match wins; the merge prompt also contains chains).
-MERGE, VOTE, SCORE, FINAL, STEP = (
-    "Merged Chain:",
-    "Choices:",
-    "Thought Chain:",
-    "step budget is spent",
-    "Definition of the graph",
+from tests.fakes import FakeChat
+from tests.methods.graph_cot.helpers import (
+    END_Q,
+    EXTRACT,
+    FINAL,
+    KG,
+    LOOKING,
+    MERGE,
+    PRUNE_ENT,
+    PRUNE_REL,
+    SCORE,
+    STEP,
+    THOUGHT,
+    VOTE,
+    Q,
+    agent_rules,
+    explore_rules,
+    text_chat,
 )
-LOOKING = "Thought: I need the director. Action: NeighborCheck[Splash, directed_by]"
-
-
-def agent_rules(
-    step=LOOKING,
-    score="0.5",
-    vote="The best choice is 1",
-    merge="Thought: merging both. Action: NeighborCheck[Splash, starred_actors]",
-):
-    return [(MERGE, merge), (VOTE, vote), (SCORE, score), (FINAL, "Answer: Ron Howard"), (STEP, step)]
-
-
-def _trace(out, node):
-    return [t for t in out["trace"] if t.get("node") == node]
+from tests.methods.graph_cot.helpers import trace_of as _trace
 
 
 def _levels(out):
@@ -93,7 +83,7 @@ def paper_merge_calls(k: int, t: int, depth: int) -> int:
     ],
 )
 def test_agent_llm_calls_match_table5(strategy, evaluator, k, t, depth):
-    llm = RuleModel(rules=agent_rules())
+    llm = text_chat(agent_rules())
     g = create_graph_agent_graph(KG, llm=llm, strategy=strategy, evaluator=evaluator, k=k, t=t, depth=depth)
     out = g.invoke(Q)
     gen = paper_generation_calls(k, t, depth)
@@ -115,7 +105,7 @@ def test_agent_llm_calls_match_table5(strategy, evaluator, k, t, depth):
 
 
 def test_cot_step_budget_ends_with_best_answer():
-    llm = RuleModel(rules=agent_rules())
+    llm = text_chat(agent_rules())
     out = create_graph_agent_graph(KG, llm=llm, max_steps=4).invoke(Q)
     assert llm.calls[STEP] == 4 and llm.calls[FINAL] == 1
     assert llm.calls[SCORE] == llm.calls[VOTE] == 0  # CoT: no evaluation
@@ -125,7 +115,7 @@ def test_cot_step_budget_ends_with_best_answer():
 
 
 def test_cot_default_budget_is_ten_steps():
-    llm = RuleModel(rules=agent_rules())
+    llm = text_chat(agent_rules())
     out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
     assert llm.calls[STEP] == 10 and out["answers"] == ["Ron Howard"]
 
@@ -138,7 +128,7 @@ def test_finish_stops_the_chain_early():
             LOOKING if next(counter) == 0 else "Thought: Ron Howard directed it.\nAction: Finish[Ron Howard]"
         )
 
-    llm = RuleModel(rules=agent_rules(step=step))
+    llm = text_chat(agent_rules(step=step))
     out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
     assert llm.calls[STEP] == 2 and llm.calls[FINAL] == 0
     assert out["answers"] == ["Ron Howard"]
@@ -163,7 +153,7 @@ def test_malformed_actions_become_observations_and_the_loop_goes_on():
         prompts.append(prompt)
         return next(replies)
 
-    out = create_graph_agent_graph(KG, llm=RuleModel(rules=agent_rules(step=step))).invoke(Q)
+    out = create_graph_agent_graph(KG, llm=text_chat(agent_rules(step=step))).invoke(Q)
     assert out["answers"] == ["Ron Howard"] and out["errors"] == []
     exp = _trace(out, "expand")
     assert [bool(t.get("malformed")) for t in exp] == [True, True, False, False, False]
@@ -177,7 +167,7 @@ def test_malformed_actions_become_observations_and_the_loop_goes_on():
 def test_unknown_node_observation_names_close_matches():
     replies = iter(["Action: NeighborCheck[Splsh, directed_by]", "Action: Finish[Ron Howard]"])
     prompts: list[str] = []
-    llm = RuleModel(rules=agent_rules(step=lambda p: (prompts.append(p), next(replies))[1]))
+    llm = text_chat(agent_rules(step=lambda p: (prompts.append(p), next(replies))[1]))
     out = create_graph_agent_graph(KG, llm=llm).invoke({"question": "who directed Splash"})
     assert "There is no node 'Splsh' in the graph. Closest nodes: 'Splash'" in prompts[1]
     assert out["answers"] == ["Ron Howard"] and out["paths"] == []  # never saw a triple: no path
@@ -202,7 +192,7 @@ def test_selection_vote_keeps_the_chosen_choice():
         seen.append(prompt)
         return "Choice 1 is weak. The best choice is 2"
 
-    llm = RuleModel(rules=agent_rules(step=_distinct_finishers(), vote=vote))
+    llm = text_chat(agent_rules(step=_distinct_finishers(), vote=vote))
     out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=3).invoke(
         Q
     )
@@ -217,7 +207,7 @@ def test_score_vote_keeps_the_highest_scores():
     def score(prompt):
         return "0.9" if "Finish[Answer2]" in prompt else ("0.6" if "Finish[Answer3]" in prompt else "0.1")
 
-    llm = RuleModel(rules=agent_rules(step=_distinct_finishers(), score=score))
+    llm = text_chat(agent_rules(step=_distinct_finishers(), score=score))
     out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="score", k=3, t=2, depth=2).invoke(
         Q
     )
@@ -233,8 +223,8 @@ def test_got_merge_has_both_parents_and_can_win():
     def score(prompt):
         return "0.95" if "merging both" in prompt else "0.2"
 
-    llm = RuleModel(
-        rules=agent_rules(score=score, merge="Thought: merging both.\nAction: Finish[Ron Howard]")
+    llm = text_chat(
+        agent_rules(score=score, merge="Thought: merging both.\nAction: Finish[Ron Howard]"),
     )
     out = create_graph_agent_graph(KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=2).invoke(
         Q
@@ -250,7 +240,7 @@ def test_got_merge_has_both_parents_and_can_win():
 
 
 def test_depth_limit_for_tot():
-    llm = RuleModel(rules=agent_rules())
+    llm = text_chat(agent_rules())
     out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=2, max_steps=10).invoke(Q)
     assert _levels(out) == {1: 2, 2: 2}
     assert _trace(out, "answer")[0]["levels"] == 2
@@ -262,8 +252,9 @@ def _call(name, args, cid):
 
 
 def test_agent_with_bound_tools():
-    model = ScriptedToolModel(
-        script=[
+    model = FakeChat(
+        cycle=False,
+        replies=[
             AIMessage(
                 content="I need the director.",
                 tool_calls=[_call("NeighborCheck", {"node": "Splash", "neighbor_type": "directed_by"}, "c1")],
@@ -273,14 +264,16 @@ def test_agent_with_bound_tools():
                 tool_calls=[_call("NodeDegree", {"node": "Splash"}, "c2"), _call("Search", {"q": "x"}, "c3")],
             ),
             AIMessage(content="Found it.", tool_calls=[_call("Finish", {"answers": ["Ron Howard"]}, "c4")]),
-        ]
+        ],
     )
     out = create_graph_agent_graph(KG, llm=model, action_mode="tools").invoke(Q)
     assert _trace(out, "prepare")[0]["mode"] == "tools"
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
-    assert out["usage"]["llm_calls"] == 3 and out["usage"]["input_tokens"] == 30
-    tool_msgs = [m for m in model.seen[2] if isinstance(m, ToolMessage)]
+    # usage comes from the model's usage metadata (FakeChat: the words of each call's last message)
+    assert out["usage"]["llm_calls"] == 3
+    assert out["usage"]["input_tokens"] == sum(len(p.split()) for p in model.prompts) > 0
+    tool_msgs = [m for m in model.messages[2] if isinstance(m, ToolMessage)]
     assert [m.content for m in tool_msgs] == [
         "The directed_by neighbors of Splash are ['Ron Howard'].",
         "NodeDegree needs the arguments ['node', 'neighbor_type']; missing ['neighbor_type'].",
@@ -289,42 +282,17 @@ def test_agent_with_bound_tools():
 
 
 def test_tool_model_answering_in_text_finishes():
-    model = ScriptedToolModel(script=[AIMessage(content="Answer: Ron Howard")])
+    model = FakeChat(replies=[AIMessage(content="Answer: Ron Howard")])
     out = create_graph_agent_graph(KG, llm=model).invoke(Q)
     assert out["answers"] == ["Ron Howard"] and out["usage"]["llm_calls"] == 1
 
 
 def test_tools_mode_needs_a_tool_calling_model():
     with pytest.raises(ConfigError, match="does not support tool calling"):
-        create_graph_agent_graph(KG, llm=RuleModel(rules=[]), action_mode="tools")
+        create_graph_agent_graph(KG, llm=FakeChat(tools=False), action_mode="tools")
 
 
 # --------------------------------------------------------------------------- graph_explore
-THOUGHT, EXTRACT, PRUNE_REL, PRUNE_ENT, END_Q = (
-    "Next Thought:",
-    "Text:",
-    "Head Entity:",
-    "Tail Entities:",
-    "Entity Attributes:",
-)
-
-
-def explore_rules(
-    thought, extract="[Splash]", prune_rel="[directed_by]", prune_ent="[Ron Howard]", end="[Yes]"
-):
-    return [
-        (MERGE, "Merged thought. Finish[Ron Howard]"),
-        (VOTE, "The best choice is 1"),
-        (SCORE, "0.5"),
-        (FINAL, "Answer: Ron Howard"),
-        (THOUGHT, thought),
-        (PRUNE_ENT, prune_ent),
-        (PRUNE_REL, prune_rel),
-        (EXTRACT, extract),
-        (END_Q, end),
-    ]
-
-
 def _thought(prompt):
     if "Splash -> directed_by -> Ron Howard" in prompt:
         return "Splash was directed by Ron Howard. Finish[Ron Howard]"
@@ -332,7 +300,7 @@ def _thought(prompt):
 
 
 def test_explore_cot_one_hop():
-    llm = RuleModel(rules=explore_rules(_thought))
+    llm = text_chat(explore_rules(_thought))
     out = create_graph_explore_graph(KG, llm=llm).invoke({"question": "who directed [Splash]"})
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
@@ -348,8 +316,8 @@ def test_explore_search_depth_visited_set_and_fanout():
         return "[~starred_actors]" if "Head Entity: Tom Hanks" in prompt else "[directed_by]"
 
     ends = iter(["[No]", "[Yes]"])
-    llm = RuleModel(
-        rules=explore_rules(
+    llm = text_chat(
+        explore_rules(
             lambda p: (
                 ("Big -> directed_by -> Penny Marshall" in p and "Finish[Penny Marshall]")
                 or "Find Tom Hanks films."
@@ -358,7 +326,7 @@ def test_explore_search_depth_visited_set_and_fanout():
             prune_rel=prune_rel,
             prune_ent="[Big, Splash, Tom Hanks]",
             end=lambda _: next(ends),
-        )
+        ),
     )
     g = create_graph_explore_graph(KG, llm=llm, search_depth=3, fanout_limit=3, keep_entities=2)
     out = g.invoke({"question": "who directed the [Tom Hanks] film Big"})
@@ -375,7 +343,7 @@ def test_explore_search_depth_visited_set_and_fanout():
 
 def test_explore_tot_and_got_counts():
     # Every step: thought, extract, prune relations, End? = 4 calls; ToT k=2 t=1 D=2: 4 states expanded.
-    llm = RuleModel(rules=explore_rules(lambda p: "I need the director of Splash."))
+    llm = text_chat(explore_rules(lambda p: "I need the director of Splash."))
     out = create_graph_explore_graph(
         KG, llm=llm, strategy="tot", evaluator="select", k=2, t=1, depth=2
     ).invoke(Q)
@@ -398,7 +366,7 @@ def test_explore_tot_and_got_counts():
     ] * 2
     assert out["answers"] == ["Ron Howard"]
 
-    llm = RuleModel(rules=explore_rules(lambda p: "I need the director of Splash."))
+    llm = text_chat(explore_rules(lambda p: "I need the director of Splash."))
     out = create_graph_explore_graph(
         KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=1
     ).invoke(Q)
@@ -409,14 +377,14 @@ def test_explore_tot_and_got_counts():
 # --------------------------------------------------------------------------- contract
 def test_bad_options_and_bad_input():
     with pytest.raises(ConfigError, match="strategy must be one of"):
-        create_graph_agent_graph(KG, llm=RuleModel(rules=[]), strategy="bfs")
+        create_graph_agent_graph(KG, llm=FakeChat(tools=False), strategy="bfs")
     with pytest.raises(ConfigError, match="k must be a positive integer"):
-        create_graph_explore_graph(KG, llm=RuleModel(rules=[]), k=0)
-    llm = RuleModel(rules=agent_rules())
+        create_graph_explore_graph(KG, llm=FakeChat(tools=False), k=0)
+    llm = text_chat(agent_rules())
     g = create_graph_agent_graph(KG, llm=llm)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and list(map(error_text, out["errors"])) == [
-        "prepare: ReasoningError: empty question"
+        "prepare: EmptyQuestion: empty question"
     ]
     out = g.invoke(Q, context={"evaluator": "vote"})
     assert out["answers"] == [] and "evaluator must be one of" in out["errors"][0]["message"]
@@ -424,7 +392,7 @@ def test_bad_options_and_bad_input():
 
 
 def test_context_overrides_and_registry():
-    llm = RuleModel(rules=agent_rules())
+    llm = text_chat(agent_rules())
     g = create_graph("graph_agent", KG, llm=llm, strategy="cot")
     out = g.invoke(Q, context={"strategy": "tot", "evaluator": "select", "k": 2, "t": 1, "depth": 2})
     assert llm.calls[STEP] == 4 and llm.calls[VOTE] == 2
@@ -432,8 +400,52 @@ def test_context_overrides_and_registry():
     assert {"strategy", "evaluator", "k", "t", "depth"} <= set(get_method("graph_explore").options())
 
 
+def test_run_context_setting_one_field_keeps_the_factory_options():
+    llm = text_chat(agent_rules())
+    g = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=2)
+    out = g.invoke(Q, context={"k": 2})
+    prep = _trace(out, "prepare")[0]
+    assert (prep["strategy"], prep["evaluator"]) == ("tot", "select")  # not reset to the defaults
+    assert _levels(out) == {1: 2, 2: 2}  # k = 2 from the run, t = 1 and depth = 2 from the factory
+    assert llm.calls[STEP] == 4 and llm.calls[VOTE] == 2 and llm.calls[SCORE] == 0
+    out = g.invoke(Q)  # the next run without a context has the factory's k again
+    assert _levels(out) == {1: 3, 2: 3}
+
+
+def test_prompt_overrides_by_name(tmp_path):
+    final = tmp_path / "final.txt"
+    final.write_text("### human\nOut of steps. {question}\n{chain}\nANSWER NOW", encoding="utf-8")
+    llm = text_chat([("ANSWER NOW", "Answer: Penny Marshall"), *agent_rules()])
+    g = create_graph_agent_graph(KG, llm=llm, max_steps=1, prompts={"final_answer": final})
+    out = g.invoke(Q)
+    assert out["answers"] == ["Penny Marshall"] and llm.calls["ANSWER NOW"] == 1 and llm.calls[FINAL] == 0
+    llm = text_chat([("MY STEP", LOOKING), *agent_rules()])
+    g = create_graph_agent_graph(
+        KG, llm=llm, max_steps=1, prompts={"agent_step": "MY STEP {question} {scratchpad}{step}"}
+    )
+    g.invoke(Q)
+    assert llm.calls["MY STEP"] == 1 and llm.calls[STEP] == 0
+    with pytest.raises(ConfigError, match=r"unknown prompt name\(s\) \['nope'\]; valid: explore_thought"):
+        create_graph_explore_graph(KG, llm=llm, prompts={"nope": "x"})
+
+
+def test_llm_none_is_the_embedded_local_model(monkeypatch):
+    asked: list[str] = []
+    local = text_chat(agent_rules())
+
+    def resolve(spec, **kwargs):
+        asked.append(spec)
+        return local
+
+    monkeypatch.setattr("kg_agents.core.models.resolve_chat_model", resolve)
+    out = create_graph_agent_graph(KG, max_steps=1).invoke(Q)
+    assert asked == ["local"] and out["answers"] == ["Ron Howard"] and local.calls[STEP] == 1
+    create_graph_explore_graph(KG, llm="local")
+    assert asked == ["local", "local"]
+
+
 def test_unknown_topic_entity_is_recorded():
-    out = create_graph_agent_graph(KG, llm=RuleModel(rules=agent_rules())).invoke(
+    out = create_graph_agent_graph(KG, llm=text_chat(agent_rules())).invoke(
         {"question": "who directed it", "topic_entities": ["Nope Movie"]}
     )
     assert list(map(error_text, out["errors"])) == [
@@ -442,7 +454,7 @@ def test_unknown_topic_entity_is_recorded():
 
 
 def test_stream_batch_checkpointer():
-    llm = RuleModel(rules=agent_rules())
+    llm = text_chat(agent_rules())
     g = create_graph_agent_graph(
         KG, llm=llm, strategy="got", evaluator="select", k=2, t=1, depth=1, checkpointer=InMemorySaver()
     )
@@ -455,62 +467,28 @@ def test_stream_batch_checkpointer():
 
 
 async def test_ainvoke():
-    out = await create_graph_agent_graph(KG, llm=RuleModel(rules=agent_rules()), max_steps=2).ainvoke(Q)
+    out = await create_graph_agent_graph(KG, llm=text_chat(agent_rules()), max_steps=2).ainvoke(Q)
     assert out["answers"] == ["Ron Howard"]
 
 
-# --------------------------------------------------------------------------- parsers
-@pytest.mark.parametrize(
-    "text,thought,actions,finish",
-    [
-        (
-            "Thought 1: find it.\nAction 1: NeighborCheck[Splash, directed_by]",
-            "find it.",
-            [("NeighborCheck", ["Splash", "directed_by"])],
-            None,
-        ),
-        ("**Thought:** x\n**Action:** RetrieveNode(Tom Hanks)", "x", [("RetrieveNode", ["Tom Hanks"])], None),
-        (
-            "Action: NodeFeature[Crouching Tiger, Hidden Dragon, label]",
-            "",
-            [("NodeFeature", ["Crouching Tiger, Hidden Dragon", "label"])],
-            None,
-        ),
-        ("Action 4: Finish[Ron Howard | Penny Marshall]", "", [], ["Ron Howard", "Penny Marshall"]),
-        (
-            "NodeFeature[a, label], NodeFeature[b, label]",
-            "",
-            [("NodeFeature", ["a", "label"]), ("NodeFeature", ["b", "label"])],
-            None,
-        ),
-    ],
-)
-def test_parse_action(text, thought, actions, finish):
-    p = parse_action(text)
-    assert (p.thought, p.actions, p.finish, p.error) == (thought, actions, finish, None)
-
-
-def test_parsers_edge_cases():
-    assert parse_action("Action 1: Search[x]").error == "Invalid action 'Action 1: Search[x]'."
-    assert parse_action("").error == "No action found."
-    assert parse_bracket_list("I think [a, b] and then [c | d]") == ["c", "d"]
-    assert parse_bracket_list("Relevant Entities: Tom Hanks, Big") == ["Tom Hanks", "Big"]
-    assert parse_score("Score: 0.75") == 0.75 and parse_score("80%") == 0.8 and parse_score("none") is None
-    assert parse_selection("The best choice is 3. Choice 1 next, 7 is out of range", 3) == [3, 1]
+def test_model_errors_are_recorded_not_raised():
+    down = ModelError("the model server is down")
+    llm = text_chat([(SCORE, down), (FINAL, down), (STEP, LOOKING)])
+    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=1).invoke(Q)
+    assert out["answers"] == []
+    assert list(map(error_text, out["errors"])) == ["score: ModelError: the model server is down"] * 2 + [
+        "answer: ModelError: the model server is down"
+    ]
 
 
 # --------------------------------------------------------------------------- real model
 @pytest.fixture(scope="module")
 def metaqa():
-    from kg_agents.kg import open_kg
-
     return open_kg("metaqa")
 
 
 @pytest.fixture(scope="module")
 def local_llm():
-    from kg_agents.llm import resolve_chat_model
-
     return resolve_chat_model("local", max_tokens=32)
 
 
@@ -535,17 +513,3 @@ def test_real_local_model_on_metaqa(metaqa, local_llm, factory, strategy):
     for p in out["paths"]:
         assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
     assert _trace(out, "verify_paths")[0]["paths_kept"] == len(out["paths"])
-
-
-def test_model_errors_are_recorded_not_raised():
-    from kg_agents.errors import ModelError
-
-    def boom(_):
-        raise ModelError("the model server is down")
-
-    llm = RuleModel(rules=[(SCORE, boom), (FINAL, boom), (STEP, LOOKING)])
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=1).invoke(Q)
-    assert out["answers"] == []
-    assert list(map(error_text, out["errors"])) == ["score: ModelError: the model server is down"] * 2 + [
-        "answer: ModelError: the model server is down"
-    ]

@@ -1,0 +1,509 @@
+"""How one step of a Graph-CoT chain talks to the KG: the ReAct agent or the automatic explorer.
+
+An :class:`Interaction` is the strategy object the graph's nodes hold (sec. 4.2 of the paper):
+``think`` makes the step's LLM call from a branch (a chain state), ``ground`` turns the output into
+the new step (observations, triples seen, entities reached, answers). :class:`AgentInteraction`
+runs Graph-CoT's four tools (bound as tools, or parsed from text actions); :class:`ExploreInteraction`
+extracts and links entities, then prunes relations and neighbours level by level (algorithm 1).
+
+Example:
+    >>> from kg_agents.core.metering import MeteredKG
+    >>> from kg_agents.kg import MemoryKG
+    >>> from kg_agents.kg.base import Triple
+    >>> kg = MeteredKG(MemoryKG([Triple("Splash", "directed_by", "Ron Howard")]))
+    >>> triple_text(kg, Triple("Splash", "directed_by", "Ron Howard"))
+    'Splash -> directed_by -> Ron Howard'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.tools import ToolException
+from pydantic import BaseModel, Field
+
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.metering import MeteredKG, invoke_llm
+from kg_agents.core.prompts import as_prompt
+from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
+from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
+from kg_agents.methods.graph_cot.parsing import (
+    match_relations,
+    parse_action,
+    parse_bracket_list,
+    parse_thought,
+    parse_yes,
+)
+from kg_agents.tools.kg_tools import KGToolbox, kg_toolkit
+
+__all__ = [
+    "AGENT_PROMPTS",
+    "COMMON_PROMPTS",
+    "EXPLORE_PROMPTS",
+    "PROMPT_DIR",
+    "ActionMode",
+    "AgentInteraction",
+    "ExploreInteraction",
+    "Finish",
+    "Interaction",
+    "PromptSpec",
+    "entity_label",
+    "graph_definition",
+    "load_prompts",
+    "render_agent_steps",
+    "triple_text",
+]
+
+ActionMode = Literal["auto", "tools", "text"]
+PromptSpec = str | Path | ChatPromptTemplate
+#: The folder of the bundled prompts, under ``kg_agents/methods``.
+PROMPT_DIR = "graph_cot"
+#: The prompts both interactions use (evaluation, merge, final answer).
+COMMON_PROMPTS = ("select_vote", "score_vote", "merge", "final_answer")
+AGENT_PROMPTS = ("agent_step", "agent_tools", *COMMON_PROMPTS)
+EXPLORE_PROMPTS = (
+    "explore_thought",
+    "explore_extract",
+    "explore_prune_relations",
+    "explore_prune_entities",
+    "explore_end",
+    *COMMON_PROMPTS,
+)
+
+
+def load_prompts(
+    overrides: Mapping[str, PromptSpec] | None, names: Sequence[str]
+) -> dict[str, ChatPromptTemplate]:
+    """The templates ``names``: the bundled ones, each replaced by its override when given.
+
+    Raises:
+        ConfigError: an override names no prompt of ``names`` (the message lists the valid ones).
+    """
+    given = dict(overrides or {})
+    bad = sorted(set(given) - set(names))
+    if bad:
+        raise ConfigError(f"unknown prompt name(s) {bad}; valid: {', '.join(names)}")
+    return {n: as_prompt(given.get(n), PROMPT_DIR, n) for n in names}
+
+
+class Finish(BaseModel):
+    """End the task with the answers (node names, not ids or descriptions)."""
+
+    answers: list[str] = Field(description="the answers to the question")
+
+
+def render_agent_steps(steps: Sequence[dict[str, Any]]) -> str:
+    """The agent's chain as the paper's scratchpad: ``Thought i``, ``Action i``, ``Observation i`` lines."""
+    out = []
+    for i, st in enumerate(steps, 1):
+        out.append(f"Thought {i}: {st.get('thought', '')}")
+        if st.get("action"):
+            out.append(f"Action {i}: {st['action']}")
+        if st.get("observation"):
+            out.append(f"Observation {i}: {st['observation']}")
+    return "\n".join(out)
+
+
+def graph_definition(kg: KnowledgeGraph, max_relations: int = 40) -> str:
+    """The prompts' "Definition of the graph": what nodes are, and the first ``max_relations`` relations."""
+    rels = list(kg.all_relations())[:max_relations]
+    return (
+        "nodes are entities (movies, people, genres, years, ...) identified by their names; "
+        f"relations: {', '.join(rels)}; write ~relation to follow a relation backwards"
+    )
+
+
+def entity_label(kg: Any, entity: str) -> str:
+    """The label of ``entity``, or the id itself when the KG has no such entity.
+
+    A failing endpoint is not hidden: its error is raised.
+    """
+    try:
+        return str(kg.label(entity))
+    except EntityNotFound:
+        return entity
+
+
+def triple_text(kg: Any, t: Triple) -> str:
+    """``head -> relation -> tail`` with the entities' labels (the relation id as it is)."""
+    return f"{entity_label(kg, t.head)} -> {t.relation} -> {entity_label(kg, t.tail)}"
+
+
+class Interaction:
+    """What one step of a chain does; subclassed by the agent and the explorer.
+
+    Args:
+        model: the chat model.
+        mkg: the (metered) knowledge graph.
+        box: the Graph-CoT toolbox over ``mkg``.
+        prompts: the templates by name (:func:`load_prompts`).
+        max_context_triples: at most this many triples shown in a prompt.
+        temperature: sampling temperature of candidate thoughts when k > 1; None leaves the model's own.
+    """
+
+    #: the graph's name
+    name = "method"
+    #: how the agent acts (``tools`` or ``text``); None for the explorer
+    mode: str | None = None
+
+    def __init__(
+        self,
+        model: Any,
+        mkg: MeteredKG,
+        box: KGToolbox,
+        prompts: Mapping[str, ChatPromptTemplate],
+        max_context_triples: int,
+        temperature: float | None = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.kg = mkg
+        self.box = box
+        self.prompts = prompts
+        self.graph_definition = graph_definition(mkg)
+        self.max_context_triples = max_context_triples
+
+    def chain_text(self, branch: dict[str, Any]) -> str:
+        """The branch's chain as text, for the evaluators, the merge and the final answer."""
+        raise NotImplementedError
+
+    def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
+        """The LLM call that gives the branch's next step."""
+        raise NotImplementedError
+
+    def sampling(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Call options for candidate thoughts: ``temperature`` when several candidates are drawn (k > 1)."""
+        if settings.get("k_eff", 1) > 1 and self.temperature is not None:
+            return {"temperature": self.temperature}
+        return {}
+
+    def ground(
+        self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Turn the LLM's output into the child's new step; returns updated branch fields."""
+        raise NotImplementedError
+
+    def triples_text(self, branch: dict[str, Any]) -> str:
+        """The branch's last ``max_context_triples`` triples, one a line (``(none)`` without any)."""
+        triples = branch.get("triples") or []
+        triples = triples[-self.max_context_triples :]
+        return "\n".join(triple_text(self.kg, t) for t in triples) or "(none)"
+
+
+class AgentInteraction(Interaction):
+    """Graph-CoT's agent (sec. 4.2.1): a thought and actions per step, run with :class:`KGToolbox`.
+
+    Args:
+        action_mode: ``tools`` (bound tools), ``text`` (``Action: Name[args]`` lines) or ``auto``
+            (tools when the model supports them).
+        max_actions: at most this many actions run per step.
+        *args, **kwargs: those of :class:`Interaction`.
+
+    Raises:
+        ConfigError: an unknown ``action_mode``, or ``tools`` with a model without tool calling.
+    """
+
+    name = "graph_agent"
+
+    def __init__(self, *args: Any, action_mode: ActionMode, max_actions: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools = {
+            t.name: t for t in kg_toolkit(self.kg, self.box.index, max_neighbors=self.box.max_neighbors)
+        }
+        self.bound = None
+        self.max_actions = max_actions
+        if action_mode not in ("auto", "tools", "text"):
+            raise ConfigError(f"action_mode must be 'auto', 'tools' or 'text', got {action_mode!r}")
+        if action_mode in ("auto", "tools"):
+            try:
+                self.bound = self.model.bind_tools([*self.tools.values(), Finish])
+            except NotImplementedError as exc:
+                if action_mode == "tools":
+                    raise ConfigError(
+                        f"the chat model {type(self.model).__name__} does not support tool "
+                        "calling; use action_mode='text'"
+                    ) from exc
+        self.mode = "tools" if self.bound is not None else "text"
+
+    def chain_text(self, branch: dict[str, Any]) -> str:
+        return render_agent_steps(branch.get("steps") or [])
+
+    def _messages(self, branch: dict[str, Any], question: str) -> list[BaseMessage]:
+        msgs = list(
+            self.prompts["agent_tools"].format_messages(
+                graph_definition=self.graph_definition, question=question
+            )
+        )
+        for st in branch.get("steps") or []:
+            calls = st.get("tool_calls") or []
+            if calls:
+                msgs.append(AIMessage(content=st.get("thought", ""), tool_calls=calls))
+                for call, obs in zip(calls, st.get("observations") or [], strict=False):
+                    msgs.append(ToolMessage(content=obs, tool_call_id=call["id"], name=call["name"]))
+            else:
+                msgs.append(AIMessage(content=st.get("raw", st.get("thought", ""))))
+                if st.get("observation"):
+                    msgs.append(HumanMessage(content=f"Observation: {st['observation']}"))
+        return msgs
+
+    def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
+        if self.mode == "tools":
+            return invoke_llm(self.bound, self._messages(branch, question), **self.sampling(settings))
+        steps = branch.get("steps") or []
+        scratch = render_agent_steps(steps)
+        msgs = self.prompts["agent_step"].format_messages(
+            graph_definition=self.graph_definition,
+            question=question,
+            scratchpad=(scratch + "\n") if scratch else "",
+            step=len(steps) + 1,
+        )
+        return invoke_llm(self.model, msgs, stop=["\nObservation"], **self.sampling(settings))
+
+    def _run_action(self, name: str, args: list[str]) -> tuple[str, list[Triple], list[str]]:
+        """Observation, triples seen, entities retrieved; errors become the observation."""
+        try:
+            obs, triples = self.box.run(name, args)
+        except ToolException as exc:
+            return str(exc), [], []
+        except KGAgentsError as exc:
+            return f"The graph could not answer {name}: {exc}", [], []
+        found = []
+        if name.casefold() == "retrievenode":
+            found = self.box.lookup(args[0]) if args else []
+        return obs, triples, found
+
+    def ground(
+        self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        msg = output if isinstance(output, BaseMessage) else AIMessage(content=str(output))
+        text = str(msg.content or "")
+        calls = list(getattr(msg, "tool_calls", None) or [])
+        triples: list[Triple] = []
+        starts: list[str] = []
+        if calls:
+            step: dict[str, Any] = {"thought": text.strip(), "tool_calls": [], "observations": []}
+            answers = None
+            for i, call in enumerate(calls[: self.max_actions]):
+                call = {
+                    "name": call.get("name", ""),
+                    "args": dict(call.get("args") or {}),
+                    "id": call.get("id") or f"call_{len(branch.get('steps') or [])}_{i}",
+                    "type": "tool_call",
+                }
+                args = call["args"]
+                if call["name"] == "Finish":
+                    raw = args.get("answers")
+                    answers = (
+                        [str(a) for a in raw] if isinstance(raw, list) else parse_answers(str(raw or ""))
+                    )
+                    obs = "Finished."
+                elif call["name"] in self.tools:
+                    schema = self.tools[call["name"]].args_schema
+                    keys = list(schema.model_fields)  # type: ignore[union-attr]
+                    missing = [k for k in keys if k not in args]
+                    if missing:
+                        obs = f"{call['name']} needs the arguments {keys}; missing {missing}."
+                        t_: list[Triple] = []
+                        f_: list[str] = []
+                    else:
+                        obs, t_, f_ = self._run_action(call["name"], [str(args[k]) for k in keys])
+                    triples += t_
+                    starts += f_
+                else:
+                    obs = f"Unknown tool {call['name']!r}. Valid tools: {', '.join(self.tools)}, Finish."
+                step["tool_calls"].append(call)
+                step["observations"].append(obs)
+            step["action"] = "; ".join(f"{c['name']}{list(c['args'].values())}" for c in step["tool_calls"])
+            step["observation"] = " ".join(step["observations"])
+            return {"step": step, "triples": triples, "starts": starts, "answers": answers}
+        parsed = parse_action(text, max_actions=self.max_actions)
+        step = {"thought": parsed.thought, "raw": text}
+        if parsed.finish is not None:
+            step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
+            return {"step": step, "triples": [], "starts": [], "answers": parsed.finish}
+        if parsed.error:
+            if self.mode == "tools" and text.strip():
+                # A tool-calling model that answers in plain text has finished (as in create_react_agent).
+                answers = parse_answers(text)
+                step["action"] = f"Finish[{' | '.join(answers)}]"
+                return {"step": step, "triples": [], "starts": [], "answers": answers}
+            step["action"] = None
+            step["observation"] = (
+                parsed.error + " Write 'Action: ' followed by one of "
+                "RetrieveNode[keyword], "
+                "NodeFeature[node, feature], NeighborCheck[node, neighbor_type], "
+                "NodeDegree[node, neighbor_type], Finish[answer]."
+            )
+            return {"step": step, "triples": [], "starts": [], "answers": None, "malformed": True}
+        observations = []
+        for name, args in parsed.actions:
+            obs, t_, f_ = self._run_action(name, args)
+            observations.append(obs)
+            triples += t_
+            starts += f_
+        step["action"] = ", ".join(f"{n}[{', '.join(a)}]" for n, a in parsed.actions)
+        step["observation"] = " ".join(observations)
+        return {"step": step, "triples": triples, "starts": starts, "answers": None}
+
+
+class ExploreInteraction(Interaction):
+    """Graph-CoT's automatic exploration (sec. 4.2.2, algorithm 1): a thought per step, then entity
+    extraction and linking and ``search_depth`` levels of LLM-pruned breadth-first search.
+
+    Args:
+        max_entities: at most this many unvisited entities explored per search level.
+        max_relations: at most this many relations kept per entity.
+        fanout_limit: at most this many neighbours read per (entity, relation).
+        keep_entities: at most this many neighbours kept per (entity, relation).
+        *args, **kwargs: those of :class:`Interaction`.
+    """
+
+    name = "graph_explore"
+
+    def __init__(
+        self,
+        *args: Any,
+        max_entities: int,
+        max_relations: int,
+        fanout_limit: int,
+        keep_entities: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_entities = max_entities
+        self.max_relations = max_relations
+        self.fanout_limit = fanout_limit
+        self.keep_entities = keep_entities
+
+    def chain_text(self, branch: dict[str, Any]) -> str:
+        lines = [f"Thought {i}: {st.get('thought', '')}" for i, st in enumerate(branch.get("steps") or [], 1)]
+        lines.append("Knowledge Triples:\n" + self.triples_text(branch))
+        return "\n".join(lines)
+
+    def _thoughts(self, branch: dict[str, Any]) -> str:
+        steps = branch.get("steps") or []
+        return "\n".join(f"Thought {i}: {st.get('thought', '')}" for i, st in enumerate(steps, 1)) or "(none)"
+
+    def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
+        msgs = self.prompts["explore_thought"].format_messages(
+            graph_definition=self.graph_definition,
+            question=question,
+            triples=self.triples_text(branch),
+            thoughts=self._thoughts(branch),
+            attributes="; ".join(branch.get("attributes") or []) or "(none)",
+        )
+        return invoke_llm(self.model, msgs, **self.sampling(settings))
+
+    def ground(
+        self, branch: dict[str, Any], output: Any, question: str, settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        text = str(getattr(output, "content", output) or "").strip()
+        parsed = parse_action(text)
+        thought = parse_thought(text)
+        step: dict[str, Any] = {"thought": thought}
+        if parsed.finish is not None:
+            step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
+            return {"step": step, "triples": [], "starts": [], "answers": parsed.finish}
+        trace: dict[str, Any] = {}
+        # Entity extraction: from the question on the first step, from the thought afterwards.
+        source = thought if branch.get("steps") else f"{question}\n{thought}"
+        msg = invoke_llm(self.model, self.prompts["explore_extract"].format_messages(text=source))
+        names = parse_bracket_list(str(msg.content))
+        linked: list[str] = []
+        for n in names:
+            linked.extend(self.box.link(n)[:1])
+        trace["extracted"] = names
+        trace["linked"] = linked
+        visited = list(branch.get("visited") or [])
+        seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
+        found, new_seen, search_trace = self._search(question, thought, seen, visited, branch, settings)
+        trace["search"] = search_trace
+        step["observation"] = "; ".join(triple_text(self.kg, t) for t in found) or "no new triples"
+        return {
+            "step": step,
+            "triples": found,
+            "starts": linked,
+            "answers": None,
+            "seen": new_seen,
+            "visited": visited,
+            "trace": trace,
+        }
+
+    def _search(
+        self,
+        question: str,
+        thought: str,
+        seen: list[str],
+        visited: list[str],
+        branch: dict[str, Any],
+        settings: dict[str, Any],
+    ) -> tuple[list[Triple], list[str], list[dict[str, Any]]]:
+        """Algorithm 1: ``search_depth`` BFS levels of relation then entity pruning, End? after each."""
+        found: list[Triple] = []
+        trace: list[dict[str, Any]] = []
+        for level in range(settings["search_depth"]):
+            todo = [e for e in seen if e not in visited][: self.max_entities]
+            if not todo:
+                break
+            rec: dict[str, Any] = {"level": level, "entities": todo, "relations": {}, "truncated": []}
+            for ent in todo:
+                visited.append(ent)
+                rels = self.box.neighbor_types(ent)
+                if not rels:
+                    continue
+                msg = invoke_llm(
+                    self.model,
+                    self.prompts["explore_prune_relations"].format_messages(
+                        question=question, entity=entity_label(self.kg, ent), relations=", ".join(rels)
+                    ),
+                )
+                chosen = match_relations(parse_bracket_list(str(msg.content)), rels)[: self.max_relations]
+                rec["relations"][ent] = chosen
+                for rel in chosen:
+                    inverse = rel.startswith(INVERSE_PREFIX)
+                    base = rel[len(INVERSE_PREFIX) :] if inverse else rel
+                    tl = self.kg.neighbors(ent, base, "in" if inverse else "out", limit=self.fanout_limit)
+                    if tl.truncated:
+                        rec["truncated"].append(f"{ent} {rel}")
+                    tails = list(tl)
+                    if len(tails) > 1:
+                        labels = [entity_label(self.kg, t.other(ent)) for t in tails]
+                        msg = invoke_llm(
+                            self.model,
+                            self.prompts["explore_prune_entities"].format_messages(
+                                question=question,
+                                head_entity=entity_label(self.kg, ent),
+                                relation=rel,
+                                tail_entities=", ".join(labels),
+                            ),
+                        )
+                        wanted = {w.casefold() for w in parse_bracket_list(str(msg.content))}
+                        kept = [t for t, lab in zip(tails, labels, strict=True) if lab.casefold() in wanted]
+                        if not kept:  # nothing usable selected: keep a bounded prefix, say so
+                            kept = tails[: self.keep_entities]
+                            rec.setdefault("prune_fallback", []).append(f"{ent} {rel}")
+                        tails = kept[: self.keep_entities]
+                    for t in tails:
+                        found.append(t)
+                        other = t.other(ent)
+                        if other not in seen:
+                            seen.append(other)
+            trace.append(rec)
+            triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
+            msg = invoke_llm(
+                self.model,
+                self.prompts["explore_end"].format_messages(
+                    question=question,
+                    thoughts=thought,
+                    triples="\n".join(triple_text(self.kg, t) for t in triples) or "(none)",
+                    attributes="(none)",
+                ),
+            )
+            rec["end"] = parse_yes(str(msg.content))
+            if rec["end"]:
+                break
+        return list(dict.fromkeys(found)), seen, trace
