@@ -28,6 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.context import run_context
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
 from kg_agents.core.nodes import make_link_entities_node, verified_paths_update
 from kg_agents.core.prompts import as_prompt
@@ -43,17 +44,17 @@ PROMPT_STYLES = ("zero_shot", "few_shot")
 
 @dataclass
 class GCRContext:
-    """Per-run options of ``gcr``.
+    """Per-run options of ``gcr``; a field left None keeps the factory's value.
 
     Attributes:
         num_beams: K, the paths (and hypothesis answers) decoded per question.
-        max_hops: L for the KG-Trie (None: the graph's ``max_hops``).
-        max_answers: at most this many final answers.
+        max_hops: L for the KG-Trie.
+        max_answers: at most this many final answers (default 10).
     """
 
-    num_beams: int = 10
+    num_beams: int | None = None
     max_hops: int | None = None
-    max_answers: int = 10
+    max_answers: int | None = None
 
 
 class GCRState(ReasoningState, total=False):
@@ -186,8 +187,10 @@ def create_gcr_graph(
     decode_template = as_prompt(decode_prompt, "gcr", f"decode_{prompt_style}")
     reason_template = as_prompt(reason_prompt, "gcr", "reason")
 
+    defaults = GCRContext(num_beams=num_beams, max_hops=max_hops, max_answers=10)
+
     def ctx_of(runtime: Runtime[GCRContext]) -> GCRContext:
-        return runtime.context or GCRContext(num_beams=num_beams)
+        return run_context(runtime, defaults)
 
     def hops_of(ctx: GCRContext) -> int:
         return ctx.max_hops if ctx.max_hops is not None else max_hops

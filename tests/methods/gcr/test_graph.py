@@ -258,3 +258,35 @@ def test_general_llm_spec_strings_resolve(kg, decoder, monkeypatch):
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert seen == ["local"] and out["answers"] == ["Ron Howard"]
     assert next(t for t in out["trace"] if t["node"] == "reason")["mode"] == "general_llm"
+
+
+class _RecordingDecoder:
+    """A scripted decoder: two fixed KG paths, and the ``num_beams`` of every call."""
+
+    def __init__(self, tokenizer):
+        from kg_agents.methods.gcr.decoding import DecodedPath
+
+        self.tokenizer = tokenizer
+        self.seen: list[int] = []
+        self.out = [
+            DecodedPath("", "Splash -> directed_by -> Ron Howard", -0.1, "Ron Howard", {"in_trie": True}),
+            DecodedPath("", "Splash -> starred_actors -> Tom Hanks", -0.2, "Tom Hanks", {"in_trie": True}),
+        ]
+
+    def generate(self, messages, trie, num_beams):
+        self.seen.append(num_beams)
+        return self.out[:num_beams]
+
+
+@pytest.mark.parametrize("context", [{"max_answers": 1}, "dataclass"])
+def test_run_context_keeps_the_factorys_num_beams(kg, context):
+    """A per-run context that sets only max_answers leaves K as the factory set it (was reset to 10)."""
+    from kg_agents.methods.gcr.graph import GCRContext
+
+    dec = _RecordingDecoder(smollm_tokenizer())
+    g = create_gcr_graph(kg, general_llm=None, decoder=dec, num_beams=3)
+    ctx = GCRContext(max_answers=1) if context == "dataclass" else context
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]}, context=ctx)
+    assert dec.seen == [3]
+    assert len(out["answers"]) <= 1 and out["answers"] == ["Ron Howard"]
+    assert next(t for t in out["trace"] if t["node"] == "decode")["num_beams"] == 3
