@@ -14,24 +14,24 @@ from __future__ import annotations
 import math
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.llm.vllm_server import free_port
-from kg_agents.methods.gcr.decoding import resolve_decoder
+from kg_agents.methods.gcr.decoding import candidates_of
 from kg_agents.methods.gcr.graph import create_gcr_graph
+from kg_agents.methods.gcr.resolve import resolve_decoder
 from kg_agents.methods.gcr.trie import build_trie
 from kg_agents.methods.gcr.vllm_decoder import (
     VLLMConstrainedDecoder,
     batched,
     beam_score,
-    candidates_of,
     rank_top_k,
     trie_beam_search,
 )
+from tests.fakes import FakeChat
 from tests.methods.gcr.helpers import smollm_tokenizer, tiny_decoder, tiny_model
 
 
@@ -183,7 +183,7 @@ def test_unreachable_server_is_a_model_error_naming_the_url_and_the_graph_record
     other.tokenizer_sig = "something-else"
     with pytest.raises(ModelError, match="different tokenizer"):
         dec.generate("x", other, 2)
-    g = create_gcr_graph(kg, llm=FakeListChatModel(responses=["unused"]), decoder=f"vllm:{url}", num_beams=2)
+    g = create_gcr_graph(kg, llm=FakeChat(default="unused"), decoder=f"vllm:{url}", num_beams=2)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert out["answers"] == [] and out["paths"] == []
     assert any(e["node"] == "decode" and url in e["message"] for e in out["errors"])
