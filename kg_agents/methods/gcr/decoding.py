@@ -1,17 +1,48 @@
-"""GCR's constrained decoders: the protocol, what they return, and ``resolve_decoder``.
+"""GCR's constrained decoders: the protocol, what they return, and what every decoder shares.
 
 ``ConstrainedDecoder`` is token-level generation restricted to a KG-Trie: every path it returns is
 a path of the trie. Implementations: a local transformers model (a LogitsProcessor inside beam
-search) and a vLLM server. A decoder never falls back to the full vocabulary: when the trie has no
+search, :mod:`~kg_agents.methods.gcr.local_decoder`) and a vLLM server
+(:mod:`~kg_agents.methods.gcr.vllm_decoder`); :func:`~kg_agents.methods.gcr.resolve.resolve_decoder`
+turns a spec into one. A decoder never falls back to the full vocabulary: when the trie has no
 continuation, the beam ends.
+
+Both decoders share, from here: the prompt rendering (:func:`render_prompt`, the assistant prefix
+and the answer header of figure 3's output format), the tokens a beam may take at a trie node
+(:func:`candidates_of`), the checks of a request (:meth:`TrieDecoder.check_trie`,
+:func:`check_num_beams`), the rows of the hypothesis-answer pass (:meth:`TrieDecoder.answer_rows`)
+and the assembly of a result (:func:`decoded_path`).
+
+Example:
+    >>> decoded_path("Splash -> directed_by -> Ron Howard", -0.5, "Ron Howard", answer=True).text
+    '<PATH> Splash -> directed_by -> Ron Howard </PATH>\\n# Answer:\\nRon Howard'
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from kg_agents.errors import ConfigError
+from kg_agents.errors import ModelError
+from kg_agents.methods.gcr.trie import END, KGTrie, format_path
+
+__all__ = [
+    "ANSWER_HEADER",
+    "ASSISTANT_PREFIX",
+    "ConstrainedDecoder",
+    "DecodedPath",
+    "TrieDecoder",
+    "candidates_of",
+    "check_num_beams",
+    "decoded_path",
+    "render_prompt",
+]
+
+#: What follows a path sentence before its hypothesis answer (figure 3's output format).
+ANSWER_HEADER = "\n# Answer:\n"
+#: Appended after the chat template's generation prompt: the model continues with a path.
+ASSISTANT_PREFIX = "# Reasoning Path:\n"
 
 
 @dataclass(frozen=True)
@@ -43,42 +74,88 @@ class ConstrainedDecoder(Protocol):
     def generate(self, prompt: str, trie: Any, num_beams: int = 10, **kwargs: Any) -> list[DecodedPath]: ...
 
 
-DECODER_FORMS = (
-    "'local' (LocalConstrainedDecoder over the bundled SmolLM2), 'vllm:http://HOST:PORT/v1' "
-    "(VLLMConstrainedDecoder against a vLLM server), or a ConstrainedDecoder instance"
-)
-
-
-def resolve_decoder(spec: Any = "local", **kwargs: Any) -> Any:
-    """Turn a constrained-decoder spec into a ``ConstrainedDecoder`` (what ``gcr``'s ``decoder=`` takes).
+def render_prompt(
+    tokenizer: Any, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX
+) -> str:
+    """The text a decoder continues: a string as is, or chat messages through ``tokenizer``'s chat
+    template with the generation prompt and ``assistant_prefix`` appended.
 
     Args:
-        spec: ``"local"`` / None (:class:`~kg_agents.methods.gcr.local_decoder.LocalConstrainedDecoder`),
-            ``"vllm:<base_url>"`` (:class:`~kg_agents.methods.gcr.vllm_decoder.VLLMConstrainedDecoder`; the
-            served model is found through ``/models``), or an object with a ``generate`` method.
-        **kwargs: options of the decoder class (e.g. ``route="beam"``, ``model="smollm2"``).
+        tokenizer: a Hugging Face tokenizer with a chat template.
+        prompt: text, or chat messages (dicts with ``role``/``content``, strings, LangChain messages).
+        assistant_prefix: appended after the generation prompt when ``prompt`` is messages.
 
-    Raises:
-        ConfigError: an unknown spec (the message lists the valid forms), or options for an instance.
-
-    Examples:
-        >>> dec = resolve_decoder("vllm:http://127.0.0.1:8000/v1", route="beam")  # doctest: +SKIP
+    Example:
+        >>> render_prompt(tok, [{"role": "user", "content": "who directed Splash"}])  # doctest: +SKIP
+        '<|im_start|>user\\nwho directed Splash<|im_end|>\\n<|im_start|>assistant\\n# Reasoning Path:\\n'
     """
-    if spec is None:
-        spec = "local"
-    if not isinstance(spec, str):
-        if not callable(getattr(spec, "generate", None)):
-            raise ConfigError(f"a decoder must have a generate() method; valid forms: {DECODER_FORMS}")
-        if kwargs:
-            raise ConfigError("options cannot be applied to a decoder instance; configure it yourself")
-        return spec
-    kind, sep, rest = spec.partition(":")
-    if kind == "local" and not sep:
-        from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
+    if isinstance(prompt, str):
+        return prompt
+    msgs = []
+    for m in prompt:
+        if isinstance(m, dict):
+            msgs.append({"role": m["role"], "content": m["content"]})
+        elif isinstance(m, str):
+            msgs.append({"role": "user", "content": m})
+        else:  # a LangChain BaseMessage
+            role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
+            msgs.append({"role": role, "content": str(m.content)})
+    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    return str(text) + assistant_prefix
 
-        return LocalConstrainedDecoder(**kwargs)
-    if kind == "vllm" and rest:
-        from kg_agents.methods.gcr.vllm_decoder import VLLMConstrainedDecoder
 
-        return VLLMConstrainedDecoder(rest, **kwargs)
-    raise ConfigError(f"unknown decoder spec {spec!r}; valid forms: {DECODER_FORMS}")
+def candidates_of(trie: KGTrie, prefix: Sequence[int], eos_token_id: int) -> list[int]:
+    """The tokens a beam at ``prefix`` may take: the node's children, and EOS where a sentence ends
+    (``[]``: the prefix is off the trie, the beam is dead)."""
+    node = trie.node(prefix)
+    if node is None:
+        return []
+    out = [t for t in node if t != END]
+    if END in node:
+        out.append(eos_token_id)
+    return out
+
+
+def check_num_beams(num_beams: int) -> None:
+    """Raise ``ValueError`` unless ``num_beams >= 1``."""
+    if num_beams < 1:
+        raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+
+
+def decoded_path(
+    path_text: str,
+    score: float,
+    continuation: str = "",
+    *,
+    answer: bool = True,
+    meta: dict[str, Any] | None = None,
+) -> DecodedPath:
+    """A result: the path sentence, then (with ``answer``) the answer header and the hypothesis."""
+    text = format_path(path_text) + (ANSWER_HEADER + continuation if answer else "")
+    return DecodedPath(text, path_text, score, continuation, dict(meta or {}))
+
+
+class TrieDecoder:
+    """What the constrained decoders share, over their ``tokenizer`` (and its ``signature``).
+
+    Subclasses set ``tokenizer`` and ``signature``
+    (:func:`~kg_agents.methods.gcr.trie.tokenizer_signature` of it) and implement ``generate``.
+    """
+
+    tokenizer: Any
+    signature: str
+
+    def render(self, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX) -> str:
+        """The text the model continues: a string as is, or chat messages through the chat template
+        with the generation prompt and ``assistant_prefix`` appended (:func:`render_prompt`)."""
+        return render_prompt(self.tokenizer, prompt, assistant_prefix)
+
+    def check_trie(self, trie: KGTrie) -> None:
+        """Raise ``ModelError`` when ``trie`` was built with another tokenizer than the decoder's."""
+        if trie.tokenizer_sig and trie.tokenizer_sig != self.signature:
+            raise ModelError("the KG-Trie was built with a different tokenizer than the decoder's")
+
+    def answer_rows(self, prompt_ids: Sequence[int], sentences: Sequence[Sequence[int]]) -> list[list[int]]:
+        """The token rows of the hypothesis-answer pass: the prompt, a path sentence, the answer header."""
+        tail = self.tokenizer(ANSWER_HEADER, add_special_tokens=False)["input_ids"]
+        return [[*prompt_ids, *s, *tail] for s in sentences]

@@ -29,11 +29,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from kg_agents.errors import ModelError
-from kg_agents.methods.gcr.decoding import DecodedPath
-from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
+from kg_agents.llm.local_model import load_local_model
+from kg_agents.methods.gcr.decoding import (
+    ASSISTANT_PREFIX,
+    DecodedPath,
+    TrieDecoder,
+    candidates_of,
+    check_num_beams,
+    decoded_path,
+)
+from kg_agents.methods.gcr.trie import PATH_END, PATH_START, KGTrie, format_path, tokenizer_signature
 
-ANSWER_HEADER = "\n# Answer:\n"
-ASSISTANT_PREFIX = "# Reasoning Path:\n"
+__all__ = ["KGTrieLogitsProcessor", "LocalConstrainedDecoder", "StopAtNewline", "newline_counts"]
 
 _NEWLINES: dict[int, list[int]] = {}
 _NEWLINES_LOCK = threading.Lock()
@@ -54,36 +61,6 @@ def newline_counts(tokenizer: Any) -> list[int]:
                 counts.append(c)
             _NEWLINES[key] = counts
         return _NEWLINES[key]
-
-
-def render_prompt(
-    tokenizer: Any, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX
-) -> str:
-    """The text a decoder continues: a string as is, or chat messages through ``tokenizer``'s chat
-    template with the generation prompt and ``assistant_prefix`` appended.
-
-    Args:
-        tokenizer: a Hugging Face tokenizer with a chat template.
-        prompt: text, or chat messages (dicts with ``role``/``content``, strings, LangChain messages).
-        assistant_prefix: appended after the generation prompt when ``prompt`` is messages.
-
-    Example:
-        >>> render_prompt(tok, [{"role": "user", "content": "who directed Splash"}])  # doctest: +SKIP
-        '<|im_start|>user\nwho directed Splash<|im_end|>\n<|im_start|>assistant\n# Reasoning Path:\n'
-    """
-    if isinstance(prompt, str):
-        return prompt
-    msgs = []
-    for m in prompt:
-        if isinstance(m, dict):
-            msgs.append({"role": m["role"], "content": m["content"]})
-        elif isinstance(m, str):
-            msgs.append({"role": "user", "content": m})
-        else:  # a LangChain BaseMessage
-            role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
-            msgs.append({"role": role, "content": str(m.content)})
-    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-    return str(text) + assistant_prefix
 
 
 class KGTrieLogitsProcessor:
@@ -119,15 +96,7 @@ class KGTrieLogitsProcessor:
         """Allowed next tokens after ``gen`` (None: any token; ``[]``: the beam is dead)."""
         if self.trie is None:
             return self._unconstrained(gen)
-        node = self.trie.root
-        for t in gen:
-            node = node.get(t)  # type: ignore[assignment]
-            if node is None:
-                return []
-        out = [t for t in node if t != END]
-        if END in node:
-            out.append(self.eos)
-        return out
+        return candidates_of(self.trie, gen, self.eos)
 
     def _unconstrained(self, gen: Sequence[int]) -> list[int] | None:
         if len(gen) < len(self.start):
@@ -187,7 +156,7 @@ class StopAtNewline:
         return scores
 
 
-class LocalConstrainedDecoder:
+class LocalConstrainedDecoder(TrieDecoder):
     """KG-Trie-constrained beam search with a local Hugging Face causal LM.
 
     Args:
@@ -211,8 +180,6 @@ class LocalConstrainedDecoder:
         max_unconstrained_tokens: int = 64,
     ) -> None:
         if model is None:
-            from kg_agents.llm.local_model import load_local_model
-
             model, tokenizer = load_local_model()
         elif tokenizer is None:
             raise ModelError("LocalConstrainedDecoder(model=...) needs the model's tokenizer too")
@@ -224,11 +191,6 @@ class LocalConstrainedDecoder:
         self.signature = tokenizer_signature(tokenizer)
         self.last_stats: dict[str, Any] = {}
         self._lock = threading.Lock()
-
-    def render(self, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX) -> str:
-        """The text the model continues: a string as is, or chat messages through the chat template
-        with the generation prompt and ``assistant_prefix`` appended (:func:`render_prompt`)."""
-        return render_prompt(self.tokenizer, prompt, assistant_prefix)
 
     def generate(
         self,
@@ -263,8 +225,7 @@ class LocalConstrainedDecoder:
         import torch
         from transformers import LogitsProcessorList
 
-        if num_beams < 1:
-            raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+        check_num_beams(num_beams)
         self.last_stats = {
             "prompt_tokens": 0,
             "steps": 0,
@@ -274,8 +235,7 @@ class LocalConstrainedDecoder:
             "seconds": 0.0,
         }
         if trie is not None:
-            if trie.tokenizer_sig and trie.tokenizer_sig != self.signature:
-                raise ModelError("the KG-Trie was built with a different tokenizer than the decoder's")
+            self.check_trie(trie)
             if len(trie) == 0:
                 return []
         text = self.render(prompt, assistant_prefix)
@@ -332,8 +292,7 @@ class LocalConstrainedDecoder:
         for path_text, (score, in_trie) in ranked:
             cont, n_ans = answers.get(path_text, ("", 0))
             out_tokens += n_ans
-            full = f"{PATH_START} {path_text} {PATH_END}" + (ANSWER_HEADER + cont if answer else "")
-            results.append(DecodedPath(full, path_text, score, cont, {"in_trie": in_trie}))
+            results.append(decoded_path(path_text, score, cont, answer=answer, meta={"in_trie": in_trie}))
         self.last_stats = {
             "prompt_tokens": plen,
             "steps": int(out.sequences.shape[1]) - plen,
@@ -367,12 +326,8 @@ class LocalConstrainedDecoder:
 
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
-        prompt = prompt_ids[0].tolist()
-        tail = self.tokenizer(ANSWER_HEADER, add_special_tokens=False)["input_ids"]
-        bodies = self.tokenizer(
-            [f"{PATH_START} {p} {PATH_END}" for p in path_texts], add_special_tokens=False
-        )["input_ids"]
-        rows = [prompt + b + tail for b in bodies]
+        bodies = self.tokenizer([format_path(p) for p in path_texts], add_special_tokens=False)["input_ids"]
+        rows = self.answer_rows(prompt_ids[0].tolist(), bodies)
         width = max(len(r) for r in rows)
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
         attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])

@@ -30,14 +30,18 @@ from collections.abc import Iterable
 from pathlib import Path as FsPath
 from typing import Any
 
+from kg_agents.core.prompts import as_prompt
 from kg_agents.errors import ConfigError
+from kg_agents.eval.datasets import load_metaqa
+from kg_agents.kg import open_kg
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.paths import shortest_paths
+from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 from kg_agents.methods.gcr.adapter import BASE_MODEL
+from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 from kg_agents.methods.gcr.trie import format_path
 
-#: The base model every GCR adapter here is trained on (the embedded local model).
-#: The adapter shipped with the package (``adapter="bundled"``).
+__all__ = ["gcr_training_examples", "train_gcr"]
 
 
 def gcr_training_examples(
@@ -61,8 +65,6 @@ def gcr_training_examples(
         Dicts ``{"id", "messages" (LangChain messages), "target" (the assistant text after the
         ``# Reasoning Path:`` prefix), "path"}``; questions without a path are skipped.
     """
-    from kg_agents.core.prompts import as_prompt
-
     template = as_prompt(prompt, "gcr", "decode_zero_shot")
     out = []
     for q in questions:
@@ -147,11 +149,6 @@ def train_gcr(
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
-
-    from kg_agents.eval.datasets import load_metaqa
-    from kg_agents.kg import open_kg
-    from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
-    from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]

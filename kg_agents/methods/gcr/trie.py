@@ -39,8 +39,25 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import ConfigError, DataFormatError
+from kg_agents.files import atomic_target, atomic_write
 from kg_agents.kg.base import KnowledgeGraph, Path
 from kg_agents.kg.paths import enumerate_paths
+
+__all__ = [
+    "END",
+    "FORMAT_VERSION",
+    "PATH_END",
+    "PATH_START",
+    "KGTrie",
+    "TrieCache",
+    "TrieStats",
+    "build_trie",
+    "build_tries",
+    "entity_file_name",
+    "format_path",
+    "parse_path_text",
+    "tokenizer_signature",
+]
 
 PATH_START = "<PATH>"
 PATH_END = "</PATH>"
@@ -235,16 +252,13 @@ class KGTrie:
             "stats": asdict(self.stats),
             "tokenizer_sig": self.tokenizer_sig,
         }
-        target = FsPath(file)
-        tmp = target.with_name(target.name + ".tmp")
-        with open(tmp, "wb") as fh:
+        with atomic_target(file, suffix=".npz") as tmp, open(tmp, "wb") as fh:
             np.savez_compressed(
                 fh,
                 tokens=tokens,
                 offsets=offsets,
                 meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             )
-        os.replace(tmp, target)
 
     @classmethod
     def load(cls, file: str | os.PathLike[str], *, tokenizer: Any = None) -> KGTrie:
@@ -414,9 +428,7 @@ def build_tries(
         summary["bytes"].append((out / name).stat().st_size)
         if trie.stats.truncated:
             summary["truncated"].append(e)
-    tmp = index_file.with_name("index.json.tmp")
-    tmp.write_text(json.dumps(index))
-    os.replace(tmp, index_file)
+    atomic_write(index_file, json.dumps(index))
     return summary
 
 

@@ -45,9 +45,31 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.methods.gcr.decoding import DecodedPath
-from kg_agents.methods.gcr.local_decoder import ANSWER_HEADER, ASSISTANT_PREFIX, render_prompt
+from kg_agents.llm.local_model import ensure_converted
+from kg_agents.llm.resolve import check_server
+from kg_agents.llm.vllm_client import VLLMClient
+from kg_agents.methods.gcr.decoding import (
+    ASSISTANT_PREFIX,
+    DecodedPath,
+    TrieDecoder,
+    candidates_of,
+    check_num_beams,
+    decoded_path,
+)
 from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
+
+__all__ = [
+    "MAX_LOGPROB_TOKEN_IDS",
+    "PROBE_TEXTS",
+    "NextLogprobs",
+    "Route",
+    "VLLMConstrainedDecoder",
+    "batched",
+    "beam_score",
+    "load_default_tokenizer",
+    "rank_top_k",
+    "trie_beam_search",
+]
 
 T = TypeVar("T")
 Route = Literal["auto", "exact", "beam"]
@@ -97,17 +119,6 @@ def rank_top_k(scores: Sequence[float], k: int) -> list[int]:
     return order[:k]
 
 
-def candidates_of(trie: KGTrie, prefix: Sequence[int], eos_token_id: int) -> list[int]:
-    """The tokens a beam at ``prefix`` may take: the node's children, and EOS where a sentence ends."""
-    node = trie.node(prefix)
-    if node is None:
-        return []
-    out = [t for t in node if t != END]
-    if END in node:
-        out.append(eos_token_id)
-    return out
-
-
 NextLogprobs = Callable[[list[tuple[int, ...]], list[list[int]]], list[list[float]]]
 
 
@@ -140,8 +151,7 @@ def trie_beam_search(
     Returns:
         ``(finished, steps)``: up to K ``(sentence tokens, score)``, best first, and the steps taken.
     """
-    if num_beams < 1:
-        raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+    check_num_beams(num_beams)
     limit = (trie.max_len + 1) if max_steps is None else max_steps
     running: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
     finished: list[tuple[tuple[int, ...], float]] = []
@@ -178,15 +188,13 @@ def load_default_tokenizer() -> Any:
     serves by default), without loading the model's weights."""
     from transformers import AutoTokenizer
 
-    from kg_agents.llm.local_model import ensure_converted
-
     tok = AutoTokenizer.from_pretrained(str(ensure_converted()))
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return tok
 
 
-class VLLMConstrainedDecoder:
+class VLLMConstrainedDecoder(TrieDecoder):
     """KG-Trie-constrained decoding with a model served by vLLM (``ConstrainedDecoder`` protocol).
 
     Args:
@@ -245,8 +253,6 @@ class VLLMConstrainedDecoder:
         max_workers: int = 16,
         forced_runs: bool = False,
     ) -> None:
-        from kg_agents.llm.vllm_client import VLLMClient
-
         if route not in ("auto", "exact", "beam"):
             raise ConfigError(f"route must be 'auto', 'exact' or 'beam', got {route!r}")
         if not base_url.startswith(("http://", "https://")):
@@ -290,8 +296,6 @@ class VLLMConstrainedDecoder:
         with self._lock:
             if self._checked:
                 return
-            from kg_agents.llm.resolve import check_server
-
             names = check_server(self.base_url, self.model, self.api_key)
             if self.model is None:
                 if not names:
@@ -309,10 +313,6 @@ class VLLMConstrainedDecoder:
                         "pass the served model's tokenizer="
                     )
             self._checked = True
-
-    def render(self, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX) -> str:
-        """The text the model continues (as :meth:`LocalConstrainedDecoder.render`)."""
-        return render_prompt(self.tokenizer, prompt, assistant_prefix)
 
     # ------------------------------------------------------------------ server calls
     def _completions(self, prompt: Any, **kwargs: Any) -> dict[str, Any]:
@@ -464,8 +464,7 @@ class VLLMConstrainedDecoder:
         self, prompt_ids: Sequence[int], sentences: Sequence[Sequence[int]]
     ) -> tuple[list[str], int]:
         """Greedy one-line hypothesis answers after each sentence, in one batched request."""
-        tail = self.tokenizer(ANSWER_HEADER, add_special_tokens=False)["input_ids"]
-        rows = [[*prompt_ids, *s, *tail] for s in sentences]
+        rows = self.answer_rows(prompt_ids, sentences)
         data = self._completions(rows, max_tokens=self.max_answer_tokens, temperature=0.0, stop=["\n"])
         choices = sorted(data["choices"], key=lambda c: c["index"])
         answers = [str(c["text"]).split("\n", 1)[0].strip() for c in choices]
@@ -503,15 +502,13 @@ class VLLMConstrainedDecoder:
                 server tokenizes differently.
             ValueError: ``num_beams < 1``.
         """
-        if num_beams < 1:
-            raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+        check_num_beams(num_beams)
         if trie is None:
             raise ConfigError(
                 "VLLMConstrainedDecoder needs a KG-Trie; the unconstrained ablation "
                 "(constrained=False) runs on LocalConstrainedDecoder"
             )
-        if trie.tokenizer_sig and trie.tokenizer_sig != self.signature:
-            raise ModelError("the KG-Trie was built with a different tokenizer than the decoder's")
+        self.check_trie(trie)
         use = route or self.route
         if use not in ("auto", "exact", "beam"):
             raise ConfigError(f"route must be 'auto', 'exact' or 'beam', got {use!r}")
@@ -559,13 +556,16 @@ class VLLMConstrainedDecoder:
         answers, n_ans = (
             self._answers(prompt_ids, [s for s, _, _ in ranked]) if answer and ranked else ([], 0)
         )
-        results = []
-        for j, (seq, text, score) in enumerate(ranked):
-            cont = answers[j] if answer else ""
-            full = f"{PATH_START} {text} {PATH_END}" + (ANSWER_HEADER + cont if answer else "")
-            results.append(
-                DecodedPath(full, text, score, cont, {"in_trie": True, "route": use, "tokens": len(seq)})
+        results = [
+            decoded_path(
+                text,
+                score,
+                answers[j] if answer else "",
+                answer=answer,
+                meta={"in_trie": True, "route": use, "tokens": len(seq)},
             )
+            for j, (seq, text, score) in enumerate(ranked)
+        ]
         self.last_stats = {
             "route": use,
             "prompt_tokens": len(prompt_ids),

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.baselines.graph import create_graph_rag_graph, create_llm_only_graph
+from tests.fakes import FakeChat
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def kg():
 
 
 def test_llm_only_answers_and_usage():
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     g = create_llm_only_graph(None, llm=llm)
     out = g.invoke({"question": "who directed Splash"})
     assert out["answers"] == ["Ron Howard"]
@@ -26,14 +26,14 @@ def test_llm_only_answers_and_usage():
 
 
 def test_llm_only_empty_question_no_model_call():
-    llm = FakeListChatModel(responses=[])
+    llm = FakeChat()  # never called
     out = create_llm_only_graph(None, llm=llm).invoke({"question": "   "})
     assert out["answers"] == [] and out["errors"]
     assert out["usage"]["llm_calls"] == 0
 
 
 def test_graph_rag_paths_verified(kg):
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     g = create_graph_rag_graph(kg, llm=llm)
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"] == ["Ron Howard"]
@@ -43,7 +43,7 @@ def test_graph_rag_paths_verified(kg):
 
 
 def test_graph_rag_stream_batch_checkpointer(kg):
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"] * 4)
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     g = create_graph_rag_graph(kg, llm=llm, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t1"}}
     events = list(g.stream({"question": "who directed Splash", "topic_entities": ["Splash"]}, cfg))
@@ -55,7 +55,7 @@ def test_graph_rag_stream_batch_checkpointer(kg):
 
 
 async def test_graph_rag_ainvoke(kg):
-    llm = FakeListChatModel(responses=["Answer: Ron Howard"])
+    llm = FakeChat(replies=["Answer: Ron Howard"])
     out = await create_graph_rag_graph(kg, llm=llm).ainvoke(
         {"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"max_triples": 2}
     )
@@ -77,7 +77,7 @@ def test_parse_answers(text, want):
 
 
 def test_graph_rag_supporting_path_for_a_sentence_answer(kg):
-    llm = FakeListChatModel(responses=["Answer: Splash was directed by Ron Howard"])
+    llm = FakeChat(replies=["Answer: Splash was directed by Ron Howard"])
     out = create_graph_rag_graph(kg, llm=llm).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     )

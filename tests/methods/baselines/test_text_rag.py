@@ -7,8 +7,9 @@ from kg_agents.core.records import error_text
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.methods.baselines.graph import TripleTextIndex, create_text_rag_graph
-from tests.scripted import KeyedChat
+from kg_agents.methods.baselines.graph import create_text_rag_graph
+from kg_agents.methods.baselines.retrieval import TripleTextIndex
+from tests.fakes import FakeChat
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,7 @@ def kg():
 
 
 def test_text_rag_retrieves_relevant_triples_and_verifies_paths(kg, encoder):
-    llm = KeyedChat(script={"Splash": "Answer: Ron Howard"}, calls=[])
+    llm = FakeChat(rules={"Splash": "Answer: Ron Howard"})
     g = create_text_rag_graph(kg, llm=llm, encoder=encoder)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"top_k": 3})
     assert out["answers"] == ["Ron Howard"]
@@ -36,11 +37,11 @@ def test_text_rag_retrieves_relevant_triples_and_verifies_paths(kg, encoder):
     assert out["usage"]["llm_calls"] == 1 and out["usage"]["kg_calls"] >= 2
     retrieve = next(t for t in out["trace"] if t["node"] == "retrieve")
     assert retrieve["candidates"] > 3 and retrieve["retrieved"] == 3
-    assert "Splash directed by Ron Howard" in llm.calls[0]
+    assert "Splash directed by Ron Howard" in llm.prompts[0]
 
 
 def test_text_rag_candidate_budget_and_hallucinated_answer(kg, encoder):
-    llm = KeyedChat(script={}, default="Answer: Steven Spielberg", calls=[])
+    llm = FakeChat(default="Answer: Steven Spielberg")
     g = create_text_rag_graph(kg, llm=llm, encoder=encoder, hops=1, max_candidates=2)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     retrieve = next(t for t in out["trace"] if t["node"] == "retrieve")
@@ -49,7 +50,7 @@ def test_text_rag_candidate_budget_and_hallucinated_answer(kg, encoder):
 
 
 def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):
-    llm = KeyedChat(script={}, default="Answer: Penny Marshall", calls=[])
+    llm = FakeChat(default="Answer: Penny Marshall")
     g = create_text_rag_graph(kg, llm=llm, encoder=encoder, scope="kg", index_dir=str(tmp_path))
     out = g.invoke({"question": "who directed Big", "topic_entities": ["Big"]}, context={"top_k": 2})
     assert (tmp_path / "triples.faiss").is_file() and (tmp_path / "triples.tsv").is_file()
@@ -65,9 +66,8 @@ def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):
 
 
 def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):
-    llm = KeyedChat(
-        script={"who directed Splash": "Answer: Ron Howard", "who directed Big": "Answer: Penny Marshall"},
-        calls=[],
+    llm = FakeChat(
+        rules={"who directed Splash": "Answer: Ron Howard", "who directed Big": "Answer: Penny Marshall"}
     )
     g = create_text_rag_graph(kg, llm=llm, encoder=encoder, checkpointer=InMemorySaver())
     events = list(
@@ -83,13 +83,13 @@ def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):
         ]
     )
     assert [o["answers"] for o in outs] == [["Ron Howard"], ["Penny Marshall"]]
-    n = len(llm.calls)
+    n = len(llm.prompts)
     empty = create_text_rag_graph(kg, llm=llm, encoder=encoder).invoke({"question": "  "})
-    assert empty["answers"] == [] and empty["errors"] and len(llm.calls) == n
+    assert empty["answers"] == [] and empty["errors"] and len(llm.prompts) == n
 
 
 async def test_text_rag_ainvoke(kg, encoder):
-    llm = KeyedChat(script={}, default="Answer: Ron Howard", calls=[])
+    llm = FakeChat(default="Answer: Ron Howard")
     out = await create_text_rag_graph(kg, llm=llm, encoder=encoder).ainvoke(
         {"question": "who directed Splash", "topic_entities": ["Splash"]}
     )
@@ -97,7 +97,7 @@ async def test_text_rag_ainvoke(kg, encoder):
 
 
 def test_text_rag_bad_options(kg):
-    llm = KeyedChat(script={}, calls=[])
+    llm = FakeChat()  # never called
     with pytest.raises(ConfigError, match="scope"):
         create_text_rag_graph(kg, llm=llm, scope="web")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=">= 1"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from kg_agents.llm.local_model import load_local_tokenizer
+from kg_agents.methods.gcr.decoding import DecodedPath
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,3 +47,28 @@ def tiny_decoder(**kwargs):
 
     model, tok = tiny_model()
     return LocalConstrainedDecoder(model, tok, **kwargs)
+
+
+class RecordingDecoder:
+    """A scripted decoder: two fixed KG paths of ``Splash``, best first; records every call's K."""
+
+    def __init__(self, tokenizer, out=None):
+        self.tokenizer = tokenizer
+        self.seen: list[int] = []
+        self.tries: list = []
+        self.last_stats = {"prompt_tokens": 7, "output_tokens": 5, "seconds": 0.0}
+        self.out = (
+            list(out)
+            if out is not None
+            else [
+                DecodedPath("", "Splash -> directed_by -> Ron Howard", -0.1, "Ron Howard", {"in_trie": True}),
+                DecodedPath(
+                    "", "Splash -> starred_actors -> Tom Hanks", -0.2, "Tom Hanks", {"in_trie": True}
+                ),
+            ]
+        )
+
+    def generate(self, messages, trie, num_beams):
+        self.seen.append(num_beams)
+        self.tries.append(trie)
+        return self.out[:num_beams]

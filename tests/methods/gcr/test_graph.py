@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.checkpoint.memory import InMemorySaver
 
 from kg_agents.core.registry import get_method
@@ -11,10 +10,12 @@ from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.methods.gcr.graph import create_gcr_graph, format_paths, vote
+from kg_agents.methods.gcr.graph import create_gcr_graph
 from kg_agents.methods.gcr.local_decoder import KGTrieLogitsProcessor
+from kg_agents.methods.gcr.nodes import format_paths, vote
 from kg_agents.methods.gcr.trie import TrieCache, build_trie
-from tests.methods.gcr.helpers import smollm_tokenizer, tiny_decoder
+from tests.fakes import FakeChat
+from tests.methods.gcr.helpers import RecordingDecoder, smollm_tokenizer, tiny_decoder
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def test_empty_trie_decodes_nothing(decoder):
 
 # --------------------------------------------------------------------------- graph
 def test_gcr_graph_answers_paths_usage(kg, decoder):
-    llm = FakeListChatModel(responses=["Ron Howard\nTom Hanks"])
+    llm = FakeChat(replies=["Ron Howard\nTom Hanks"])
     g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=4)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert out["answers"] == ["Ron Howard", "Tom Hanks"]
@@ -121,7 +122,7 @@ def test_gcr_unconstrained_ablation_records_unfaithful_paths(kg, decoder):
 
 
 def test_gcr_stream_checkpointer_and_batch(kg, decoder):
-    llm = FakeListChatModel(responses=["Ron Howard"] * 3)
+    llm = FakeChat(replies=["Ron Howard"])
     g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2, checkpointer=InMemorySaver())
     events = list(
         g.stream(
@@ -153,7 +154,7 @@ async def test_gcr_ainvoke_and_shared_cache(kg, decoder):
 
 
 def test_gcr_bad_input_ends_with_errors(kg, decoder):
-    llm = FakeListChatModel(responses=[])
+    llm = FakeChat()  # never called: each input ends before reasoning
     g = create_gcr_graph(kg, llm=llm, decoder=decoder, num_beams=2)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and out["errors"] and out["usage"]["llm_calls"] == 0
@@ -251,10 +252,24 @@ def test_general_llm_spec_strings_resolve(kg, decoder, monkeypatch):
     """``general_llm="local"`` (as ``--set general_llm=local`` gives) resolves like ``llm``, not used raw."""
     import kg_agents.core.models as models
 
-    fake = FakeListChatModel(responses=["Ron Howard"])
+    fake = FakeChat(replies=["Ron Howard"])
     seen = []
     monkeypatch.setattr(models, "resolve_chat_model", lambda spec, **kw: seen.append(spec) or fake)
     g = create_gcr_graph(kg, general_llm="local", decoder=decoder, num_beams=2)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert seen == ["local"] and out["answers"] == ["Ron Howard"]
     assert next(t for t in out["trace"] if t["node"] == "reason")["mode"] == "general_llm"
+
+
+@pytest.mark.parametrize("context", [{"max_answers": 1}, "dataclass"])
+def test_run_context_keeps_the_factorys_num_beams(kg, context):
+    """A per-run context that sets only max_answers leaves K as the factory set it (was reset to 10)."""
+    from kg_agents.methods.gcr.graph import GCRContext
+
+    dec = RecordingDecoder(smollm_tokenizer())
+    g = create_gcr_graph(kg, general_llm=None, decoder=dec, num_beams=3)
+    ctx = GCRContext(max_answers=1) if context == "dataclass" else context
+    out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]}, context=ctx)
+    assert dec.seen == [3]
+    assert len(out["answers"]) <= 1 and out["answers"] == ["Ron Howard"]
+    assert next(t for t in out["trace"] if t["node"] == "decode")["num_beams"] == 3

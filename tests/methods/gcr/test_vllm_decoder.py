@@ -14,24 +14,24 @@ from __future__ import annotations
 import math
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.llm.vllm_server import free_port
-from kg_agents.methods.gcr.decoding import resolve_decoder
+from kg_agents.methods.gcr.decoding import candidates_of
 from kg_agents.methods.gcr.graph import create_gcr_graph
+from kg_agents.methods.gcr.resolve import resolve_decoder
 from kg_agents.methods.gcr.trie import build_trie
 from kg_agents.methods.gcr.vllm_decoder import (
     VLLMConstrainedDecoder,
     batched,
     beam_score,
-    candidates_of,
     rank_top_k,
     trie_beam_search,
 )
+from tests.fakes import FakeChat
 from tests.methods.gcr.helpers import smollm_tokenizer, tiny_decoder, tiny_model
 
 
@@ -138,6 +138,33 @@ def test_forced_runs_are_scored_once_and_the_search_is_unchanged():
     assert dec.calls["runs"] + dec.calls["branches"] <= 2 * steps
 
 
+class _OfflineDecoder(_TinyBackedDecoder):
+    """No server at all: the tokenizer check is skipped, the answer request is scripted."""
+
+    def check(self):
+        pass
+
+    def _completions(self, prompt, **kwargs):
+        choices = [{"index": i, "text": f"answer {i}\nmore"} for i in range(len(prompt))]
+        return {"choices": choices[::-1], "usage": {"completion_tokens": 2 * len(prompt)}}
+
+
+def test_generate_assembles_paths_and_answers_like_the_local_decoder():
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    local = tiny_decoder()
+    trie = build_trie(kg, ["Splash"], local.tokenizer, max_hops=1)
+    expected = local.generate("# Reasoning Path:\n", trie, num_beams=3, answer=False)
+    dec = _OfflineDecoder(local.tokenizer)
+    out = dec.generate("# Reasoning Path:\n", trie, num_beams=3, route="beam")
+    assert [d.path_text for d in out] == [d.path_text for d in expected]
+    assert [d.continuation for d in out] == [f"answer {i}" for i in range(len(out))]
+    assert out[0].text == f"<PATH> {out[0].path_text} </PATH>\n# Answer:\nanswer 0"
+    assert all(d.meta["route"] == "beam" and d.meta["in_trie"] for d in out)
+    assert dec.last_stats["output_tokens"] == sum(d.meta["tokens"] for d in out) + 2 * len(out)
+    bare = dec.generate("# Reasoning Path:\n", trie, num_beams=2, answer=False, route="beam")
+    assert [d.text for d in bare] == [f"<PATH> {d.path_text} </PATH>" for d in bare]
+
+
 def test_trie_beam_search_ends_when_no_beam_can_go_on():
     kg = MemoryKG(CONTRACT_TRIPLES)
     tok = smollm_tokenizer()
@@ -183,7 +210,7 @@ def test_unreachable_server_is_a_model_error_naming_the_url_and_the_graph_record
     other.tokenizer_sig = "something-else"
     with pytest.raises(ModelError, match="different tokenizer"):
         dec.generate("x", other, 2)
-    g = create_gcr_graph(kg, llm=FakeListChatModel(responses=["unused"]), decoder=f"vllm:{url}", num_beams=2)
+    g = create_gcr_graph(kg, llm=FakeChat(default="unused"), decoder=f"vllm:{url}", num_beams=2)
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     assert out["answers"] == [] and out["paths"] == []
     assert any(e["node"] == "decode" and url in e["message"] for e in out["errors"])

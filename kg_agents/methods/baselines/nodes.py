@@ -1,0 +1,268 @@
+"""The baselines' graph nodes, as module-level functions over a dependencies object bound at build time.
+
+- ``llm_only``: :func:`llm_only_answer` over :class:`LLMOnlyDeps`;
+- ``graph_rag``: :func:`graph_rag_retrieve`, :func:`graph_rag_answer` over :class:`GraphRAGDeps`;
+- ``text_rag``: :func:`text_rag_retrieve`, :func:`text_rag_answer` (and the router
+  :func:`text_rag_after_link`) over :class:`TextRAGDeps`.
+
+Each node takes ``(deps, state, runtime)`` and returns a partial state update; the factories in
+:mod:`kg_agents.methods.baselines.graph` bind ``deps`` with :func:`functools.partial`. Per-run options
+come from ``runtime.context`` laid over ``deps.defaults`` (:func:`~kg_agents.core.context.run_context`).
+Nodes that call the KG or the model are ``guarded``: a failed KG call ends the question.
+
+Example:
+    >>> after_link({"topic_entities": ["Splash"]}), after_link({"topic_entities": []})
+    ('retrieve', 'end')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.prompts import ChatPromptTemplate
+
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.context import run_context
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered
+from kg_agents.core.nodes import verified_paths_update
+from kg_agents.core.records import error_update, guarded, no_answer_error
+from kg_agents.core.support import support_paths
+from kg_agents.eval.metrics import answer_matches
+from kg_agents.kg.base import Path, Triple
+from kg_agents.methods.baselines.retrieval import TripleEmbeddings, neighbourhood, verbalize
+
+__all__ = [
+    "GraphRAGDeps",
+    "LLMOnlyDeps",
+    "TextRAGDeps",
+    "after_link",
+    "graph_rag_answer",
+    "graph_rag_retrieve",
+    "llm_only_answer",
+    "named_in",
+    "text_rag_after_link",
+    "text_rag_answer",
+    "text_rag_retrieve",
+]
+
+
+def named_in(label: str, answers: list[str]) -> bool:
+    """True when an answer names ``label`` (the evaluation's match: normalised, on word boundaries).
+
+    Used to pick the supporting paths of a free-text answer ("The Son's Room was directed by ...").
+
+    Example:
+        >>> named_in("Ron Howard", ["Splash was directed by Ron Howard"])
+        True
+    """
+    return any(answer_matches(a, label) for a in answers)
+
+
+def after_link(state: Mapping[str, Any]) -> str:
+    """``retrieve`` once the question has topic entities, else ``end``."""
+    return "retrieve" if state.get("topic_entities") else "end"
+
+
+# --------------------------------------------------------------------------- llm_only
+@dataclass(frozen=True)
+class LLMOnlyDeps:
+    """What ``llm_only``'s node uses: the chat model, the prompt, the factory's context."""
+
+    model: Any
+    template: ChatPromptTemplate
+    defaults: Any
+
+
+@metered
+@guarded("answer")
+def llm_only_answer(deps: LLMOnlyDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """The question alone to the chat model; its answers parsed."""
+    question = (state.get("question") or "").strip()
+    if not question:
+        return {"answers": [], "paths": [], **error_update("answer", "empty question", type="EmptyQuestion")}
+    msg = invoke_llm(deps.model, deps.template.format_messages(question=question))
+    ctx = run_context(runtime, deps.defaults)
+    answers = parse_answers(str(msg.content))[: ctx.max_answers]
+    update = {"answers": answers, "paths": [], "trace": [{"node": "answer", "raw": str(msg.content)}]}
+    return update | ({} if answers else {"errors": no_answer_error("answer", msg.content)})
+
+
+# --------------------------------------------------------------------------- graph_rag
+@dataclass(frozen=True)
+class GraphRAGDeps:
+    """What ``graph_rag``'s nodes use.
+
+    Attributes:
+        kg: the metered knowledge graph.
+        model: the chat model.
+        template: the RAG prompt.
+        fanout_limit: at most this many triples per topic entity.
+        defaults: the factory's :class:`~kg_agents.methods.baselines.graph.GraphRAGContext`.
+    """
+
+    kg: MeteredKG
+    model: Any
+    template: ChatPromptTemplate
+    fanout_limit: int
+    defaults: Any
+
+
+@metered
+@guarded("retrieve")
+def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """The 1-hop neighbourhood (both directions) of the topic entities, at most ``max_triples``."""
+    ctx = run_context(runtime, deps.defaults)
+    ents = state.get("topic_entities") or []
+    nbrs = deps.kg.neighbors_many(ents, direction="both", limit=deps.fanout_limit)
+    triples: list[Triple] = []
+    truncated = [e for e, tl in nbrs.items() if tl.truncated]
+    for e in ents:
+        triples.extend(nbrs.get(e, []))
+    cut = len(triples) > ctx.max_triples
+    triples = triples[: ctx.max_triples]
+    return {
+        "triples": triples,
+        "evidence": [t.to_text() for t in triples],
+        "trace": [
+            {
+                "node": "retrieve",
+                "triples": len(triples),
+                "fanout_truncated": truncated,
+                "context_truncated": cut,
+            }
+        ],
+    }
+
+
+@metered
+@guarded("answer")
+def graph_rag_answer(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """The chat model answers from the triples; the 1-hop paths to its answers are verified."""
+    ctx = run_context(runtime, deps.defaults)
+    kg = deps.kg
+    triples = state.get("triples") or []
+    knowledge = (
+        "\n".join(f"{kg.label(t.head)} {t.relation.replace('_', ' ')} {kg.label(t.tail)}" for t in triples)
+        or "(none)"
+    )
+    messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
+    msg = invoke_llm(deps.model, messages)
+    answers = parse_answers(str(msg.content))[: ctx.max_answers]
+    # The supporting paths: 1-hop paths from a topic entity to an answer.
+    starts = list(state.get("topic_entities") or [])
+    paths = []
+    for t in triples:
+        for start in starts:
+            if (
+                start in (t.head, t.tail)
+                and t.other(start) not in starts
+                and named_in(kg.label(t.other(start)), answers)
+            ):
+                paths.append(Path.from_triples(start, [t]))
+    update = verified_paths_update(kg, paths)
+    update.update({"answers": answers})
+    update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
+    if not answers:
+        update["errors"] = no_answer_error("answer", msg.content)
+    return update
+
+
+# --------------------------------------------------------------------------- text_rag
+@dataclass(frozen=True)
+class TextRAGDeps:
+    """What ``text_rag``'s nodes use.
+
+    Attributes:
+        kg: the metered knowledge graph.
+        model: the chat model.
+        template: the RAG prompt.
+        embeddings: the graph's encoder, embedding cache and whole-KG index.
+        scope: ``"neighborhood"`` or ``"kg"``.
+        hops: radius of the neighbourhood, and the longest supporting path.
+        fanout_limit: at most this many triples per entity and hop.
+        max_candidates: at most this many candidate triples per question (neighbourhood scope).
+        defaults: the factory's :class:`~kg_agents.methods.baselines.graph.TextRAGContext`.
+    """
+
+    kg: MeteredKG
+    model: Any
+    template: ChatPromptTemplate
+    embeddings: TripleEmbeddings
+    scope: Literal["neighborhood", "kg"]
+    hops: int
+    fanout_limit: int
+    max_candidates: int
+    defaults: Any
+
+
+def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:
+    """``retrieve`` with topic entities, or with any question in the whole-KG scope; else ``end``."""
+    if deps.scope == "kg" and (state.get("question") or "").strip():
+        return "retrieve"
+    return after_link(state)
+
+
+@metered
+@guarded("retrieve")
+def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """The ``top_k`` triples nearest to the question: among the neighbourhood, or the whole KG."""
+    import faiss
+
+    ctx = run_context(runtime, deps.defaults)
+    kg = deps.kg
+    ents = state.get("topic_entities") or []
+    q = deps.embeddings.encode([state["question"]])[0]
+    if deps.scope == "kg":
+        found = deps.embeddings.kg_index(kg.inner).search(q, ctx.top_k)
+        return {
+            "triples": found,
+            "evidence": [verbalize(kg, t) for t in found],
+            "trace": [{"node": "retrieve", "scope": deps.scope, "retrieved": len(found)}],
+        }
+    candidates, cut = neighbourhood(kg, ents, deps.hops, deps.fanout_limit, deps.max_candidates)
+    texts = [verbalize(kg, t) for t in candidates]
+    triples: list[Triple] = []
+    if candidates:
+        vecs = deps.embeddings.embed(texts)
+        flat = faiss.IndexFlatIP(vecs.shape[1])
+        flat.add(vecs)
+        _, ids = flat.search(q.reshape(1, -1), min(ctx.top_k, len(candidates)))
+        triples = [candidates[i] for i in ids[0] if i >= 0]
+    return {
+        "triples": triples,
+        "evidence": [verbalize(kg, t) for t in triples],
+        "trace": [
+            {
+                "node": "retrieve",
+                "scope": deps.scope,
+                "candidates": len(candidates),
+                "retrieved": len(triples),
+                "candidates_truncated": cut,
+            }
+        ],
+    }
+
+
+@metered
+@guarded("answer")
+def text_rag_answer(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """The chat model answers from the retrieved triples; their paths to its answers are verified."""
+    ctx = run_context(runtime, deps.defaults)
+    kg = deps.kg
+    triples = state.get("triples") or []
+    knowledge = "\n".join(verbalize(kg, t) for t in triples) or "(none)"
+    messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
+    msg = invoke_llm(deps.model, messages)
+    answers = parse_answers(str(msg.content))[: ctx.max_answers]
+    starts = list(state.get("topic_entities") or [])
+    ents = {e for t in triples for e in (t.head, t.tail)} - set(starts)
+    targets = {e for e in ents if named_in(kg.label(e), answers)}
+    paths = support_paths(starts, triples, targets, max_hops=deps.hops)
+    update = verified_paths_update(kg, paths)
+    update["answers"] = answers
+    update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
+    if not answers:
+        update["errors"] = no_answer_error("answer", msg.content)
+    return update

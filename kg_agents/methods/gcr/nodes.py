@@ -1,0 +1,269 @@
+"""GCR's graph nodes, as module-level functions over a :class:`GCRDeps` bound when the graph is built.
+
+Each node takes ``(deps, state[, runtime])`` and returns a partial state update;
+:func:`~kg_agents.methods.gcr.graph.create_gcr_graph` binds ``deps`` with :func:`functools.partial`.
+The per-run options come from ``runtime.context`` laid over ``deps.defaults``
+(:func:`~kg_agents.core.context.run_context`).
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> deps = SimpleNamespace(general=None, defaults=SimpleNamespace(max_answers=2))  # a stand-in
+    >>> decoded = [{"path": "a -> r -> b", "hypothesis": "B"}, {"path": "a -> s -> c", "hypothesis": "C"}]
+    >>> reason(deps, {"question": "q", "decoded": decoded}, None)["answers"]
+    ['B', 'C']
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.prompts import ChatPromptTemplate
+
+from kg_agents.core.answers import parse_answers
+from kg_agents.core.context import run_context
+from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
+from kg_agents.core.nodes import verified_paths_update
+from kg_agents.core.records import error_record, error_update, no_answer_error
+from kg_agents.errors import KGAgentsError, KGError
+from kg_agents.kg.base import Path
+from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
+
+__all__ = [
+    "GCRDeps",
+    "after_decode",
+    "after_link",
+    "after_trie",
+    "decode",
+    "end_empty",
+    "format_paths",
+    "get_trie",
+    "reason",
+    "strip_path_lines",
+    "verify",
+    "vote",
+]
+
+
+@dataclass(frozen=True)
+class GCRDeps:
+    """What GCR's nodes use, fixed when the graph is built.
+
+    Attributes:
+        kg: the metered knowledge graph.
+        decoder: the ``ConstrainedDecoder`` (the KG-specialised model).
+        cache: the :class:`~kg_agents.methods.gcr.trie.TrieCache` the questions' tries come from.
+        general: the general chat model of inductive reasoning; None votes over the hypotheses.
+        decode_template: the decoding prompt (figure 9 or 11).
+        reason_template: the reasoning prompt (figure 10).
+        constrained: False runs the decoder without the trie (the faithfulness ablation).
+        defaults: the factory's :class:`~kg_agents.methods.gcr.graph.GCRContext` (every field set).
+    """
+
+    kg: MeteredKG
+    decoder: Any
+    cache: TrieCache
+    general: Any
+    decode_template: ChatPromptTemplate
+    reason_template: ChatPromptTemplate
+    constrained: bool
+    defaults: Any
+
+
+# --------------------------------------------------------------------------- pure helpers
+def vote(decoded: list[dict[str, Any]]) -> list[str]:
+    """Hypothesis answers ranked by votes (ties: the better beam first), case-insensitively merged.
+
+    Example:
+        >>> vote([{"hypothesis": "B"}, {"hypothesis": "c"}, {"hypothesis": "C"}])
+        ['c', 'B']
+    """
+    counts: Counter[str] = Counter()
+    first: dict[str, tuple[int, str]] = {}
+    for i, d in enumerate(decoded):
+        for a in parse_answers(str(d.get("hypothesis") or "")):
+            key = a.lower()
+            counts[key] += 1
+            first.setdefault(key, (i, a))
+    order = sorted(counts, key=lambda k: (-counts[k], first[k][0]))
+    return [first[k][1] for k in order]
+
+
+def format_paths(decoded: list[dict[str, Any]]) -> str:
+    """The figure-10 block: one reasoning path and its hypothesis answer per entry."""
+    lines = []
+    for d in decoded:
+        lines.append(f"{d['path']}")
+        if d.get("hypothesis"):
+            lines.append(f"# Answer: {d['hypothesis']}")
+    return "\n".join(lines) or "(none)"
+
+
+_PATH_LINE = re.compile(r"^\s*(?:<PATH>.*|.*\s->\s.*)$")
+
+
+def strip_path_lines(text: str) -> str:
+    """Drop lines that repeat a reasoning path (``a -> r -> b``) from the general model's answer.
+
+    Example:
+        >>> strip_path_lines("Splash -> directed_by -> Ron Howard\\nAnswer: Ron Howard")
+        'Answer: Ron Howard'
+    """
+    return "\n".join(line for line in text.splitlines() if not _PATH_LINE.match(line))
+
+
+# --------------------------------------------------------------------------- nodes
+@metered
+def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """The question's KG-Trie (from the cache, disk, or built now); ends the question when empty."""
+    ents = state.get("topic_entities") or []
+    if not deps.constrained:
+        return {"trie_size": -1, "trace": [{"node": "get_trie", "constrained": False}]}
+    hops = run_context(runtime, deps.defaults).max_hops
+    before = deps.cache.info()
+    try:
+        trie = deps.cache.get(ents, hops)
+    except KGAgentsError as exc:
+        failed = error_update("get_trie", exc, halted=isinstance(exc, KGError))
+        return {"trie_size": 0, "answers": [], "paths": [], **failed}
+    after = deps.cache.info()
+    st = trie.stats
+    update: dict[str, Any] = {
+        "trie_size": len(trie),
+        "trace": [
+            {
+                "node": "get_trie",
+                "entities": list(ents),
+                "max_hops": hops,
+                "paths": len(trie),
+                "fanout_truncated": list(st.fanout_truncated),
+                "path_limit_hit": st.path_limit_hit,
+                "built": after["misses"] - before["misses"],
+                "from_disk": after["disk"] - before["disk"],
+                "memory_hits": after["hits"] - before["hits"],
+            }
+        ],
+    }
+    if len(trie) == 0:
+        err = error_update("get_trie", f"no path of <= {hops} hops from {list(ents)}", type="NoPath")
+        update.update(answers=[], paths=[], errors=err["errors"], trace=update["trace"] + err["trace"])
+    return update
+
+
+@metered
+def decode(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """K reasoning paths with hypothesis answers by KG-Trie-constrained beam search (one model call)."""
+    ctx = run_context(runtime, deps.defaults)
+    ents = state.get("topic_entities") or []
+    messages = deps.decode_template.format_messages(question=state["question"], entities="\n".join(ents))
+    try:
+        trie = deps.cache.get(ents, ctx.max_hops) if deps.constrained else None
+        out = deps.decoder.generate(messages, trie, ctx.num_beams)
+    except (KGAgentsError, ValueError) as exc:
+        return {"decoded": [], "answers": [], "paths": [], **error_update("decode", exc)}
+    stats = dict(getattr(deps.decoder, "last_stats", {}) or {})
+    record_usage(
+        llm_calls=1,
+        input_tokens=int(stats.get("prompt_tokens", 0)),
+        output_tokens=int(stats.get("output_tokens", 0)),
+    )
+    decoded = [
+        {
+            "path": d.path_text,
+            "hypothesis": d.continuation,
+            "score": d.score,
+            "in_trie": bool(d.meta.get("in_trie", False)),
+        }
+        for d in out
+    ]
+    return {
+        "decoded": decoded,
+        "trace": [
+            {
+                "node": "decode",
+                "constrained": deps.constrained,
+                "num_beams": ctx.num_beams,
+                "decoded": len(decoded),
+                "seconds": stats.get("seconds"),
+            }
+        ],
+    }
+
+
+@metered
+def verify(deps: GCRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
+    """Every decoded path parsed back and checked against the KG (the node ``verify_paths``)."""
+    parsed: list[Path] = []
+    unparsable = 0
+    for d in state.get("decoded") or []:
+        try:
+            parsed.append(parse_path_text(d["path"]))
+        except ValueError:
+            unparsable += 1
+    update = verified_paths_update(deps.kg, parsed)
+    tr = update["trace"][0]
+    tr["paths_unparsable"] = unparsable
+    tr["paths_dropped"] += unparsable
+    tr["constrained"] = deps.constrained
+    update["evidence"] = [p.to_text() for p in update["paths"]]
+    return update
+
+
+@metered
+def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    """Graph inductive reasoning: the general model reads the K paths and hypotheses; or a vote."""
+    ctx = run_context(runtime, deps.defaults)
+    decoded = state.get("decoded") or []
+    if deps.general is None:
+        answers = vote(decoded)[: ctx.max_answers]
+        update: dict[str, Any] = {
+            "answers": answers,
+            "trace": [{"node": "reason", "mode": "vote", "answers": answers}],
+        }
+        if not answers:
+            update["errors"] = [
+                error_record("reason", "the decoded paths carry no answer to vote on", type="NoAnswer")
+            ]
+        return update
+    messages = deps.reason_template.format_messages(question=state["question"], paths=format_paths(decoded))
+    try:
+        msg = invoke_llm(deps.general, messages)
+    except KGAgentsError as exc:
+        return {"answers": vote(decoded)[: ctx.max_answers], **error_update("reason", exc)}
+    raw = str(msg.content)
+    answers = parse_answers(strip_path_lines(raw))[: ctx.max_answers]
+    update = {"answers": answers, "trace": [{"node": "reason", "mode": "general_llm", "raw": raw}]}
+    if not answers:
+        update["errors"] = no_answer_error("reason", raw)
+    return update
+
+
+@metered
+def end_empty(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The end of a question whose decoding gave no path (recorded unless ``decode`` already did)."""
+    errs = state.get("errors") or []
+    update: dict[str, Any] = {"answers": state.get("answers") or [], "paths": []}
+    if not any(e["node"] == "decode" for e in errs):
+        update.update(
+            error_update("decode", "the decoder returned no complete reasoning path", type="NoPath")
+        )
+    return update
+
+
+# --------------------------------------------------------------------------- routers
+def after_link(state: Mapping[str, Any]) -> str:
+    """``get_trie`` once the question has topic entities, else ``end``."""
+    return "get_trie" if state.get("topic_entities") else "end"
+
+
+def after_trie(state: Mapping[str, Any]) -> str:
+    """``end`` when the trie is empty (or failed), else ``decode``."""
+    return "end" if state.get("trie_size", 0) == 0 else "decode"
+
+
+def after_decode(state: Mapping[str, Any]) -> str:
+    """``verify_paths`` when the decoder returned paths, else ``end_empty``."""
+    return "verify_paths" if state.get("decoded") else "end_empty"
