@@ -9,13 +9,17 @@ LangChain ``ChatPromptTemplate``) to a graph factory.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.errors import ConfigError
 
-__all__ = ["METHODS_DIR", "as_prompt", "load_prompt", "parse_prompt"]
+__all__ = ["METHODS_DIR", "PromptLike", "as_prompt", "load_prompt", "parse_prompt", "prompt_templates"]
+
+#: A prompt a user gives a factory: template text, a ``.txt`` file path, or a ``ChatPromptTemplate``.
+PromptLike = str | Path | ChatPromptTemplate
 
 METHODS_DIR = Path(__file__).resolve().parent.parent / "methods"
 _ROLE = re.compile(r"^###\s*(system|human|ai)\s*$", re.MULTILINE)
@@ -53,3 +57,32 @@ def as_prompt(prompt: str | Path | ChatPromptTemplate | None, method: str, name:
     ):
         return parse_prompt(Path(prompt).read_text(encoding="utf-8"))
     return parse_prompt(str(prompt))
+
+
+def prompt_templates(
+    method: str,
+    names: Sequence[str],
+    prompts: Mapping[str, PromptLike] | None = None,
+    **keywords: PromptLike | None,
+) -> dict[str, ChatPromptTemplate]:
+    """The prompts ``names`` of ``method``: each the bundled file unless ``prompts`` gives it by name or
+    a factory's own prompt keyword (``keywords``, by prompt name; None: not given) does.
+
+    Raises:
+        ConfigError: ``prompts`` names a prompt that ``names`` lacks (the message lists the valid ones),
+            or one prompt is given both in ``prompts`` and by its keyword.
+
+    Example:
+        >>> sorted(prompt_templates("baselines", ["llm_only", "rag"], {"rag": "Q: {question}"}))
+        ['llm_only', 'rag']
+    """
+    unknown = sorted(set(prompts or {}) - set(names))
+    if unknown:
+        raise ConfigError(f"unknown prompt name(s) {unknown}; valid: {', '.join(names)}")
+    chosen: dict[str, PromptLike] = dict(prompts or {})
+    for name, value in keywords.items():
+        if value is not None:
+            if name in chosen:
+                raise ConfigError(f"prompt {name!r} given twice: by its keyword and in prompts=")
+            chosen[name] = value
+    return {name: as_prompt(chosen.get(name), method, name) for name in names}

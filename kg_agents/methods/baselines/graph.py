@@ -26,10 +26,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
@@ -37,7 +35,7 @@ from langgraph.types import Checkpointer
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
-from kg_agents.core.prompts import as_prompt
+from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError
@@ -60,30 +58,12 @@ __all__ = [
     "GraphRAGContext",
     "GraphRAGState",
     "LLMOnlyContext",
-    "PromptArg",
     "TextRAGContext",
     "TextRAGState",
     "create_graph_rag_graph",
     "create_llm_only_graph",
     "create_text_rag_graph",
 ]
-
-#: A prompt given to a factory: template text, a ``.txt`` file, or a ``ChatPromptTemplate``.
-PromptArg = str | Path | ChatPromptTemplate
-
-
-def _template(
-    name: str, prompts: Mapping[str, PromptArg] | None, prompt: PromptArg | None
-) -> ChatPromptTemplate:
-    """The baseline's one prompt ``name``: ``prompt`` if given, else ``prompts[name]``, else the bundled one.
-
-    Raises:
-        ConfigError: ``prompts`` names a prompt this baseline does not have.
-    """
-    unknown = sorted(set(prompts or {}) - {name})
-    if unknown:
-        raise ConfigError(f"unknown prompt name(s) {unknown}; valid: {name}")
-    return as_prompt(prompt if prompt is not None else (prompts or {}).get(name), "baselines", name)
 
 
 # --------------------------------------------------------------------------- llm_only
@@ -102,9 +82,9 @@ def create_llm_only_graph(
     kg: KnowledgeGraph | None = None,
     *,
     llm: Any = None,
-    prompts: Mapping[str, PromptArg] | None = None,
+    prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
-    prompt: PromptArg | None = None,
+    prompt: PromptLike | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Zero-shot LLM baseline: the question goes to the chat model, no knowledge graph.
 
@@ -114,12 +94,12 @@ def create_llm_only_graph(
         prompts: templates overriding the bundled ones by name: ``llm_only``
             (``kg_agents/methods/baselines/prompts/llm_only.txt``).
         checkpointer: a LangGraph checkpointer.
-        prompt: a template overriding the ``llm_only`` prompt (wins over ``prompts``).
+        prompt: a template overriding the ``llm_only`` prompt (not also in ``prompts``).
 
     Raises:
         ConfigError: an unknown prompt name.
     """
-    template = _template("llm_only", prompts, prompt)
+    template = prompt_templates("baselines", ["llm_only"], prompts, llm_only=prompt)["llm_only"]
     deps = LLMOnlyDeps(model=default_llm(llm), template=template, defaults=LLMOnlyContext(max_answers=10))
     g = StateGraph(
         ReasoningState,
@@ -157,11 +137,11 @@ def create_graph_rag_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
-    prompts: Mapping[str, PromptArg] | None = None,
+    prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
     fanout_limit: int = 200,
-    prompt: PromptArg | None = None,
+    prompt: PromptLike | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph RAG baseline: the 1-hop neighbourhood (both directions) of the topic entities as context.
 
@@ -173,12 +153,12 @@ def create_graph_rag_graph(
         checkpointer: a LangGraph checkpointer.
         index: an ``EntityIndex`` (built on first need when None).
         fanout_limit: at most this many triples per topic entity.
-        prompt: a template overriding the ``rag`` prompt (wins over ``prompts``).
+        prompt: a template overriding the ``rag`` prompt (not also in ``prompts``).
 
     Raises:
         ConfigError: an unknown prompt name.
     """
-    template = _template("rag", prompts, prompt)
+    template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
     deps = GraphRAGDeps(
         kg=mkg,
@@ -227,7 +207,7 @@ def create_text_rag_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
-    prompts: Mapping[str, PromptArg] | None = None,
+    prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
     encoder: Any = None,
@@ -236,7 +216,7 @@ def create_text_rag_graph(
     fanout_limit: int = 30,
     max_candidates: int = 300,
     index_dir: str | None = None,
-    prompt: PromptArg | None = None,
+    prompt: PromptLike | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Text RAG baseline: dense (FAISS) retrieval of verbalised triples as the context.
 
@@ -262,7 +242,7 @@ def create_text_rag_graph(
         fanout_limit: at most this many triples per entity and hop.
         max_candidates: at most this many candidate triples per question (neighbourhood scope).
         index_dir: where the whole-KG index lives (default: the kg-agents cache).
-        prompt: a template overriding the ``rag`` prompt (wins over ``prompts``).
+        prompt: a template overriding the ``rag`` prompt (not also in ``prompts``).
 
     Raises:
         ConfigError: an unknown ``scope`` or prompt name, or a bound below 1.
@@ -275,7 +255,7 @@ def create_text_rag_graph(
         raise ConfigError(f"text_rag scope must be 'neighborhood' or 'kg', got {scope!r}")
     if hops < 1 or fanout_limit < 1 or max_candidates < 1:
         raise ConfigError("text_rag hops, fanout_limit and max_candidates must be >= 1")
-    template = _template("rag", prompts, prompt)
+    template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
     deps = TextRAGDeps(
         kg=mkg,

@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any, Literal
 
-from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
-from kg_agents.core.prompts import as_prompt
+from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError
@@ -59,7 +58,6 @@ __all__ = [
     "DualRContext",
     "DualRState",
     "create_dualr_graph",
-    "prompt_templates",
 ]
 
 CHECKPOINT_DIR = FsPath(__file__).resolve().parent / "checkpoints"
@@ -70,8 +68,6 @@ PROMPT_NAMES: tuple[str, ...] = tuple(sorted(p.stem for p in PROMPTS_DIR.glob("*
 #: Factory option values with which the graph calls no LLM and loads no model: a caller that resolves a
 #: chat model for ``llm`` (the CLI's ``--model``) skips it for these.
 NO_LLM_OPTIONS: Mapping[str, tuple[Any, ...]] = {"answer_with": ("gnn",)}
-
-PromptLike = str | FsPath | ChatPromptTemplate
 
 
 @dataclass
@@ -100,30 +96,6 @@ class DualRState(ReasoningState, total=False):
     explored: list[list[tuple[str, str | None, bool, str, float]]]
     chains: dict[str, str]
     options: str
-
-
-def prompt_templates(
-    prompts: Mapping[str, PromptLike] | None = None, **keywords: PromptLike | None
-) -> dict[str, ChatPromptTemplate]:
-    """Every bundled prompt of ``dualr`` by name, with ``prompts`` and the prompt keywords laid over it.
-
-    Args:
-        prompts: overrides by name (:data:`PROMPT_NAMES`): template text, a file path or a template.
-        keywords: the factory's own prompt keywords, by prompt name (None: not given).
-
-    Raises:
-        ConfigError: an unknown prompt name, or one prompt given both ways.
-    """
-    chosen: dict[str, PromptLike] = dict(prompts or {})
-    unknown = sorted(set(chosen) - set(PROMPT_NAMES))
-    if unknown:
-        raise ConfigError(f"unknown prompt name(s) {unknown} for dualr; valid: {', '.join(PROMPT_NAMES)}")
-    for name, value in keywords.items():
-        if value is not None:
-            if name in chosen:
-                raise ConfigError(f"prompt {name!r} given twice: by its keyword and in prompts=")
-            chosen[name] = value
-    return {name: as_prompt(chosen.get(name), "dualr", name) for name in PROMPT_NAMES}
 
 
 def create_dualr_graph(
@@ -176,7 +148,7 @@ def create_dualr_graph(
         raise ConfigError(f"unknown answer_with {answer_with!r}; valid: llm, gnn")
     if num_candidates < 1 or num_candidates > len(LABELS):
         raise ConfigError(f"num_candidates must be in 1..{len(LABELS)}, got {num_candidates}")
-    templates = prompt_templates(prompts, answer=prompt)
+    templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
     model = DualRExplorer.load(checkpoint or DEFAULT_CHECKPOINT)
     if layers is not None and not 1 <= layers <= model.config.layers:
         raise ConfigError(f"layers must be in 1..{model.config.layers} for this checkpoint, got {layers}")

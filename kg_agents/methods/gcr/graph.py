@@ -37,7 +37,7 @@ from langgraph.types import Checkpointer
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
-from kg_agents.core.prompts import as_prompt
+from kg_agents.core.prompts import prompt_templates
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
@@ -137,7 +137,7 @@ def create_gcr_graph(
         prompts: templates overriding the bundled ones by name (``decode_zero_shot``,
             ``decode_few_shot``, ``reason``: the files under ``kg_agents/methods/gcr/prompts/``).
         decode_prompt, reason_prompt: a template overriding the decoding prompt of ``prompt_style``,
-            the reasoning prompt (these win over ``prompts``).
+            the reasoning prompt (not also in ``prompts``).
         checkpointer: a LangGraph checkpointer.
 
     Raises:
@@ -153,7 +153,9 @@ def create_gcr_graph(
         raise ConfigError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
     if num_beams < 1 or max_hops < 1:
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
-    templates = _templates(prompts, {f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt})
+    templates = prompt_templates(
+        "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
+    )
     mkg = MeteredKG(kg)
     decoder = _decoder(decoder, adapter)
     if general_llm is _DEFAULT:
@@ -217,16 +219,3 @@ def _decoder(decoder: Any, adapter: str | None) -> Any:
     if isinstance(decoder, str):
         return resolve_decoder(decoder)
     return LocalConstrainedDecoder() if decoder is None else decoder
-
-
-def _templates(
-    prompts: Mapping[str, str | Path | ChatPromptTemplate] | None,
-    given: Mapping[str, str | Path | ChatPromptTemplate | None],
-) -> dict[str, ChatPromptTemplate]:
-    """Every bundled prompt, overridden by ``prompts`` (by name), then by the prompt keywords ``given``."""
-    unknown = sorted(set(prompts or {}) - set(PROMPT_NAMES))
-    if unknown:
-        raise ConfigError(f"unknown prompt name(s) {unknown} for gcr; valid: {', '.join(PROMPT_NAMES)}")
-    chosen: dict[str, Any] = dict(prompts or {})
-    chosen.update({k: v for k, v in given.items() if v is not None})
-    return {name: as_prompt(chosen.get(name), "gcr", name) for name in PROMPT_NAMES}

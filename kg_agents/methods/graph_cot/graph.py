@@ -72,6 +72,7 @@ from langgraph.types import Checkpointer
 
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
+from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
@@ -81,7 +82,6 @@ from kg_agents.methods.graph_cot.interaction import (
     ActionMode,
     AgentInteraction,
     ExploreInteraction,
-    PromptSpec,
     load_prompts,
 )
 from kg_agents.methods.graph_cot.nodes import (
@@ -164,7 +164,7 @@ def create_graph_agent_graph(
     kg: KnowledgeGraph,
     *,
     llm: BaseChatModel | str | None = None,
-    prompts: Mapping[str, PromptSpec] | None = None,
+    prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
     strategy: Strategy = "cot",
@@ -238,7 +238,7 @@ def create_graph_explore_graph(
     kg: KnowledgeGraph,
     *,
     llm: BaseChatModel | str | None = None,
-    prompts: Mapping[str, PromptSpec] | None = None,
+    prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
     strategy: Strategy = "cot",

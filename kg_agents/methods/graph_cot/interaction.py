@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -28,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.metering import MeteredKG, invoke_llm
-from kg_agents.core.prompts import as_prompt
+from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
 from kg_agents.methods.graph_cot.parsing import (
@@ -50,7 +49,6 @@ __all__ = [
     "ExploreInteraction",
     "Finish",
     "Interaction",
-    "PromptSpec",
     "entity_label",
     "graph_definition",
     "load_prompts",
@@ -59,7 +57,6 @@ __all__ = [
 ]
 
 ActionMode = Literal["auto", "tools", "text"]
-PromptSpec = str | Path | ChatPromptTemplate
 #: The folder of the bundled prompts, under ``kg_agents/methods``.
 PROMPT_DIR = "graph_cot"
 #: The prompts both interactions use (evaluation, merge, final answer).
@@ -76,18 +73,14 @@ EXPLORE_PROMPTS = (
 
 
 def load_prompts(
-    overrides: Mapping[str, PromptSpec] | None, names: Sequence[str]
+    overrides: Mapping[str, PromptLike] | None, names: Sequence[str]
 ) -> dict[str, ChatPromptTemplate]:
     """The templates ``names``: the bundled ones, each replaced by its override when given.
 
     Raises:
         ConfigError: an override names no prompt of ``names`` (the message lists the valid ones).
     """
-    given = dict(overrides or {})
-    bad = sorted(set(given) - set(names))
-    if bad:
-        raise ConfigError(f"unknown prompt name(s) {bad}; valid: {', '.join(names)}")
-    return {n: as_prompt(given.get(n), PROMPT_DIR, n) for n in names}
+    return prompt_templates(PROMPT_DIR, names, overrides)
 
 
 class Finish(BaseModel):

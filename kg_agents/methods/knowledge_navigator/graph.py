@@ -45,14 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
-from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
-from kg_agents.core.prompts import as_prompt
+from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError
@@ -78,14 +77,11 @@ __all__ = [
     "KnowledgeNavigatorContext",
     "KnowledgeNavigatorState",
     "create_knowledge_navigator_graph",
-    "prompt_templates",
 ]
 
 PROMPTS_DIR = FsPath(__file__).resolve().parent / "prompts"
 #: The bundled prompts, by name (the file stems under ``prompts/``).
 PROMPT_NAMES: tuple[str, ...] = tuple(sorted(p.stem for p in PROMPTS_DIR.glob("*.txt")))
-
-PromptLike = str | FsPath | ChatPromptTemplate
 
 
 @dataclass
@@ -151,33 +147,6 @@ class KnowledgeNavigatorState(ReasoningState, total=False):
     stop_reason: str
     knowledge: str
     raw_answer: str
-
-
-def prompt_templates(
-    prompts: Mapping[str, PromptLike] | None = None, **keywords: PromptLike | None
-) -> dict[str, ChatPromptTemplate]:
-    """Every bundled prompt of ``knowledge_navigator`` by name, with ``prompts`` and the prompt keywords
-    laid over it.
-
-    Args:
-        prompts: overrides by name (:data:`PROMPT_NAMES`): template text, a file path or a template.
-        keywords: the factory's own prompt keywords, by prompt name (None: not given).
-
-    Raises:
-        ConfigError: an unknown prompt name, or one prompt given both ways.
-    """
-    chosen: dict[str, PromptLike] = dict(prompts or {})
-    unknown = sorted(set(chosen) - set(PROMPT_NAMES))
-    if unknown:
-        raise ConfigError(
-            f"unknown prompt name(s) {unknown} for knowledge_navigator; valid: {', '.join(PROMPT_NAMES)}"
-        )
-    for name, value in keywords.items():
-        if value is not None:
-            if name in chosen:
-                raise ConfigError(f"prompt {name!r} given twice: by its keyword and in prompts=")
-            chosen[name] = value
-    return {name: as_prompt(chosen.get(name), "knowledge_navigator", name) for name in PROMPT_NAMES}
 
 
 def create_knowledge_navigator_graph(
@@ -281,6 +250,8 @@ def create_knowledge_navigator_graph(
         raise ConfigError(bad)
     fewshot_prompt = None if prompts and "reason_fewshot" in prompts else reason_prompt
     templates = prompt_templates(
+        "knowledge_navigator",
+        PROMPT_NAMES,
         prompts,
         similar_questions=variants_prompt,
         select_relations=select_prompt,

@@ -139,9 +139,10 @@ def test_prompts_mapping_by_name():
     llm = FakeChat(default="Answer: Ron Howard")
     create_llm_only_graph(None, llm=llm, prompts={"llm_only": "MINE {question}"}).invoke(SPLASH)
     assert llm.prompts[-1] == "MINE who directed Splash"
-    g = create_llm_only_graph(None, llm=llm, prompts={"llm_only": "MINE {question}"}, prompt="KW {question}")
-    g.invoke(SPLASH)
+    create_llm_only_graph(None, llm=llm, prompt="KW {question}").invoke(SPLASH)
     assert llm.prompts[-1] == "KW who directed Splash"
+    with pytest.raises(ConfigError, match="given twice"):
+        create_llm_only_graph(None, llm=llm, prompts={"llm_only": "MINE {question}"}, prompt="KW {question}")
     kg = MemoryKG(CONTRACT_TRIPLES)
     create_graph_rag_graph(kg, llm=llm, prompts={"rag": "R {question} {knowledge}"}).invoke(SPLASH)
     assert llm.prompts[-1].startswith("R who directed Splash ") and DIRECTED_TEXT in llm.prompts[-1]

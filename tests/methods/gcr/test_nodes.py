@@ -131,15 +131,22 @@ def test_prompts_mapping_overrides_by_name(deps):
     )
     out = g.invoke(SPLASH)
     assert out["answers"] == ["Ron Howard"] and general.prompts[0].startswith("MINE who directed Splash")
-    # the prompt keyword wins over the mapping
+    # the prompt keyword alone works; the same prompt given both ways is an error
     g = create_gcr_graph(
         MemoryKG(CONTRACT_TRIPLES),
         llm=general,
         decoder=RecordingDecoder(smollm_tokenizer()),
-        prompts={"reason": "MINE {question}\n{paths}"},
         reason_prompt="KEYWORD {question}\n{paths}",
     )
     g.invoke(SPLASH)
     assert general.prompts[-1].startswith("KEYWORD")
+    with pytest.raises(ConfigError, match="'reason' given twice"):
+        create_gcr_graph(
+            MemoryKG(CONTRACT_TRIPLES),
+            llm=general,
+            decoder=deps.decoder,
+            prompts={"reason": "MINE {question}\n{paths}"},
+            reason_prompt="KEYWORD {question}\n{paths}",
+        )
     with pytest.raises(ConfigError, match="decode_few_shot, decode_zero_shot, reason"):
         create_gcr_graph(MemoryKG(CONTRACT_TRIPLES), decoder=deps.decoder, prompts={"decode": "x"})

@@ -8,12 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from kg_agents.core.metering import MeteredKG
+from kg_agents.core.prompts import prompt_templates
 from kg_agents.errors import ModelError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Triple
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.knowledge_navigator import KnowledgeNavigatorContext
-from kg_agents.methods.knowledge_navigator.graph import prompt_templates
+from kg_agents.methods.knowledge_navigator.graph import PROMPT_NAMES
 from kg_agents.methods.knowledge_navigator.nodes import (
     KnowledgeNavigatorDeps,
     after_expand,
@@ -72,7 +73,7 @@ def make_deps(llm=None, *, hop_classifier=None, **options) -> KnowledgeNavigator
     return KnowledgeNavigatorDeps(
         kg=MeteredKG(MemoryKG(CONTRACT_TRIPLES)),
         llm=llm if llm is not None else FakeChat(),
-        prompts=prompt_templates(),
+        prompts=prompt_templates("knowledge_navigator", PROMPT_NAMES),
         defaults=DEFAULTS,
         hop_classifier=hop_classifier,
         **options,
