@@ -143,10 +143,7 @@ def graph_rag_answer(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any)
     ctx = run_context(runtime, deps.defaults)
     kg = deps.kg
     triples = state.get("triples") or []
-    knowledge = (
-        "\n".join(f"{kg.label(t.head)} {t.relation.replace('_', ' ')} {kg.label(t.tail)}" for t in triples)
-        or "(none)"
-    )
+    knowledge = "\n".join(verbalize(kg, t) for t in triples) or "(none)"
     messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
     msg = invoke_llm(deps.model, messages)
     answers = parse_answers(str(msg.content))[: ctx.max_answers]
