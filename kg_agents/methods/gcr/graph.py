@@ -1,4 +1,5 @@
-"""GCR, graph-constrained reasoning (Luo et al.; seeds/000, sections 4.2-4.4), as a LangGraph graph.
+"""GCR, graph-constrained reasoning, as a LangGraph graph (sections 4.2-4.4 of "Graph-Constrained
+Reasoning: Faithful Reasoning on Knowledge Graphs with LLMs", Luo et al.).
 
 Nodes: ``link_entities`` -> ``get_trie`` (the question's KG-Trie, from the cache or built on demand)
 -> ``decode`` (K paths + hypothesis answers by KG-Trie-constrained beam search) -> ``verify_paths``

@@ -1,6 +1,6 @@
 """Graph-constrained decoding against a vLLM server (GCR, section 4.3), through its OpenAI-compatible API.
 
-vLLM 0.32 silently ignores ``structured_outputs`` under beam search (``docs``: shared/VLLM.md), so
+vLLM 0.32 silently ignores ``structured_outputs`` under beam search, so
 :class:`VLLMConstrainedDecoder` never asks the server for beam search. It gets the K best paths of the
 KG-Trie one of two ways, chosen per question by the trie's size:
 

@@ -1,6 +1,6 @@
 """Graph-CoT, Graph-ToT and Graph-GoT: ``graph_agent`` and ``graph_explore``.
 
-"Grounding LLM Reasoning with Knowledge Graphs" (Amayuelas et al.; seeds/003, sec. 4, app. B, E, F):
+"Grounding LLM Reasoning with Knowledge Graphs" (Amayuelas et al.; sec. 4, app. B, E, F):
 a reasoning strategy (4.1) combined with a way for the LLM to interact with the KG (4.2).
 
 Interaction (what one *step* of a chain does):

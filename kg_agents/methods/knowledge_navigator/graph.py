@@ -1,4 +1,5 @@
-"""KnowledgeNavigator (Guo et al., 2024; seeds/004, section 3) as a LangGraph state machine.
+"""KnowledgeNavigator as a LangGraph state machine (section 3 of "KnowledgeNavigator: LLMs for Enhanced
+Reasoning over KGs", Guo et al., 2024).
 
 Three stages, six nodes after entity linking (:mod:`.nodes`; the pure helpers are in :mod:`.knowledge`)::
 
