@@ -38,6 +38,7 @@ __all__ = [
     "LLMOnlyDeps",
     "TextRAGDeps",
     "after_link",
+    "ask_with_triples",
     "graph_rag_answer",
     "graph_rag_retrieve",
     "llm_only_answer",
@@ -136,17 +137,23 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
     }
 
 
+def ask_with_triples(
+    deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], triples: list[Triple], max_answers: int
+) -> tuple[Any, list[str]]:
+    """The RAG prompt with ``triples`` as knowledge, answered by the chat model: its message and answers."""
+    knowledge = "\n".join(verbalize(deps.kg, t) for t in triples) or "(none)"
+    messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
+    msg = invoke_llm(deps.model, messages)
+    return msg, parse_answers(str(msg.content))[:max_answers]
+
+
 @metered
 @guarded("answer")
 def graph_rag_answer(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
     """The chat model answers from the triples; the 1-hop paths to its answers are verified."""
-    ctx = run_context(runtime, deps.defaults)
     kg = deps.kg
     triples = state.get("triples") or []
-    knowledge = "\n".join(verbalize(kg, t) for t in triples) or "(none)"
-    messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
-    msg = invoke_llm(deps.model, messages)
-    answers = parse_answers(str(msg.content))[: ctx.max_answers]
+    msg, answers = ask_with_triples(deps, state, triples, run_context(runtime, deps.defaults).max_answers)
     # The supporting paths: 1-hop paths from a topic entity to an answer.
     starts = list(state.get("topic_entities") or [])
     paths = []
@@ -246,13 +253,9 @@ def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any)
 @guarded("answer")
 def text_rag_answer(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
     """The chat model answers from the retrieved triples; their paths to its answers are verified."""
-    ctx = run_context(runtime, deps.defaults)
     kg = deps.kg
     triples = state.get("triples") or []
-    knowledge = "\n".join(verbalize(kg, t) for t in triples) or "(none)"
-    messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
-    msg = invoke_llm(deps.model, messages)
-    answers = parse_answers(str(msg.content))[: ctx.max_answers]
+    msg, answers = ask_with_triples(deps, state, triples, run_context(runtime, deps.defaults).max_answers)
     starts = list(state.get("topic_entities") or [])
     ents = {e for t in triples for e in (t.head, t.tail)} - set(starts)
     targets = {e for e in ents if named_in(kg.label(e), answers)}
