@@ -31,7 +31,6 @@ import gzip
 import hashlib
 import io
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
@@ -40,6 +39,7 @@ from typing import IO, Any
 from kg_agents.data import data_path
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path
+from kg_agents.kg.text import BRACKETED, unbracket
 
 __all__ = [
     "DATASETS",
@@ -70,8 +70,6 @@ SPLITS = ("dev", "train", "validation")
 #: Share of a file that goes to ``train``: ``n * TRAIN_NUM // TRAIN_DEN``.
 TRAIN_NUM, TRAIN_DEN = 4, 5
 
-_BRACKET = re.compile(r"\[([^\[\]]+)\]")
-
 
 @dataclass
 class Question:
@@ -101,7 +99,7 @@ class Question:
     @property
     def plain_question(self) -> str:
         """The question with MetaQA's topic brackets removed."""
-        return _BRACKET.sub(r"\1", self.question)
+        return unbracket(self.question)
 
 
 @dataclass
@@ -258,7 +256,7 @@ def parse_metaqa_line(
     if len(parts) != 2:
         raise DataFormatError(path, lineno, f"expected 'question<TAB>answers', got {line[:80]!r}")
     question, answer_text = parts[0].strip(), parts[1].strip()
-    topics = _BRACKET.findall(question)
+    topics = BRACKETED.findall(question)
     if len(topics) != 1 or not topics[0].strip():
         raise DataFormatError(path, lineno, f"expected one [bracketed] topic entity in {question[:80]!r}")
     answers = [a.strip() for a in answer_text.split("|")]

@@ -43,6 +43,7 @@ from kg_agents.errors import EntityNotFound, KGAgentsError, ModelError
 from kg_agents.files import atomic_write, cache_root, safe_name
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_sentence_encoder
+from kg_agents.kg.text import bracketed
 
 __all__ = [
     "INDEX_FORMAT",
@@ -63,7 +64,6 @@ logger = logging.getLogger(__name__)
 INDEX_FORMAT = 1
 _FILES = ("rows.json", "embeddings.npy", "faiss.index")
 _WORD = re.compile(r"\w+")
-_BRACKET = re.compile(r"\[([^\[\]]+)\]")
 
 #: Words that never make an entity mention on their own (question words, function words).
 _STOPWORDS_TEXT = """a about above after again against all also am an and any are as at be because been before
@@ -613,7 +613,7 @@ class EntityIndex:
             >>> idx.topic_entities("what movies did babaloo mandel write")
             ['Babaloo Mandel']
         """
-        spans = [s.strip() for s in _BRACKET.findall(question)]
+        spans = bracketed(question)
         if spans:
             out: list[str] = []
             for span in spans:
