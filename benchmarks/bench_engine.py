@@ -963,7 +963,7 @@ def correctness(
                 else f"  [{common_prefix(o, ref)}/{len(ref)} leading tokens as transformers]"
             )
             print(f"  {k:<28} {tok.decode(o)!r}{same}")
-    seq = [lcpp.generate_batch([p], NEW_TOKENS) for p in gen_prompts]
+    seq = [lcpp.generate_batch([p], NEW_TOKENS)[0] for p in gen_prompts]
     bat = lcpp.generate_batch(gen_prompts, NEW_TOKENS)
     hl = [lcpp.generate_hl(p, NEW_TOKENS) for p in gen_prompts[:4]]
     low = [lcpp.generate_batch([p], NEW_TOKENS, force=False)[0] for p in gen_prompts[:4]]
