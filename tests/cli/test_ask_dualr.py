@@ -10,16 +10,8 @@ import kg_agents.llm
 from kg_agents.cli import commands as cli
 from kg_agents.core import models
 from kg_agents.core.registry import get_method
-from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.dualr import create_dualr_graph
 from tests.fakes import FakeChat
-
-
-@pytest.fixture
-def kg_file(tmp_path):
-    f = tmp_path / "kb.tsv"
-    f.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
-    return str(f)
 
 
 @pytest.fixture

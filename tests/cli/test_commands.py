@@ -12,18 +12,10 @@ from kg_agents.cli import commands as cli
 from kg_agents.core.registry import register_trainer, unregister_trainer
 from kg_agents.errors import EndpointError
 from kg_agents.eval.metrics import SUMMARY_KEYS
-from kg_agents.kg.testing import CONTRACT_TRIPLES
 from tests.fakes import FakeChat
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = {"[Splash]": "Answer: Ron Howard", "[Big]": "Answer: Penny Marshall"}
-
-
-@pytest.fixture
-def kg_file(tmp_path):
-    f = tmp_path / "kb.tsv"
-    f.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
-    return str(f)
 
 
 @pytest.fixture
