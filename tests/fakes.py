@@ -6,8 +6,12 @@ do not depend on the order in which parallel branches call the model), else with
 A reply is text, an ``AIMessage`` (tool calls included), an exception (raised), or a function of the
 last message's text returning one of those. With none of them for a prompt it raises, so a test cannot
 pass on a prompt it did not expect. ``bind_tools`` is accepted (``tools=False`` refuses it, as a model
-without tool calling does). Every call is recorded (``prompts``, ``messages``, ``calls`` per rule key
-or ``"replies"``/``"default"``) and carries ``usage_metadata`` (words in and out).
+without tool calling does). With ``logprobs`` (``{option: log-probability}``, or a function of the last
+message's text and the options returning one score per option) it also scores options for option
+ranking (:func:`kg_agents.llm.ranking.rank_options`), as a logprob-capable engine does; without it,
+ranking falls back to structured output / generate-and-match on its replies. Every call is recorded
+(``prompts``, ``messages``, ``calls`` per rule key or ``"replies"``/``"default"``/``"logprobs"``) and
+carries ``usage_metadata`` (words in and out).
 
 Example:
     >>> llm = FakeChat(rules=[("Question", "Answer: Ron Howard")])
@@ -44,6 +48,7 @@ class FakeChat(BaseChatModel):
     cycle: bool = True
     default: Any = _NONE
     tools: bool = True
+    logprobs: Mapping[str, float] | Callable[[str, list[str]], list[float]] | None = None
     _calls: Counter[str] = PrivateAttr(default_factory=Counter)
     _prompts: list[str] = PrivateAttr(default_factory=list)
     _messages: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
@@ -58,6 +63,19 @@ class FakeChat(BaseChatModel):
         if not self.tools:
             raise NotImplementedError("this fake model has no tool calling (tools=False)")
         return self
+
+    def score_options(self, messages: Sequence[BaseMessage], options: Sequence[str]) -> list[float]:
+        """Scripted option log-probabilities (unknown options score -100); declines without ``logprobs``."""
+        if self.logprobs is None:
+            raise NotImplementedError("no scripted log-probabilities")
+        text = str(messages[-1].content) if messages else ""
+        with self._lock:
+            self._calls["logprobs"] += 1
+            self._prompts.append(text)
+            self._messages.append(list(messages))
+        if callable(self.logprobs):
+            return [float(x) for x in self.logprobs(text, list(options))]
+        return [float(self.logprobs.get(o, -100.0)) for o in options]
 
     def _pick(self, text: str) -> tuple[str, Any]:
         items = self.rules.items() if isinstance(self.rules, Mapping) else self.rules

@@ -340,6 +340,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             run_info=info,
             progress=not args.no_progress,
             max_endpoint_failures=args.max_endpoint_failures,
+            match=args.match,
         )
 
     summary = asyncio.run(run())
@@ -493,6 +494,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--out", help="the run directory (a rerun resumes it)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument(
+        "--match",
+        choices=("exact", "contains"),
+        default="exact",
+        help="answer matching: exact after normalisation (default), or contains (the papers' scripts)",
+    )
     e.add_argument("--compare", nargs="+", metavar="DIR", help="compare finished runs instead")
     e.add_argument("--chart", default="compare.png", help="chart file for --compare (default: compare.png)")
     e.set_defaults(func=cmd_eval)

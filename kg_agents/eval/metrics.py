@@ -5,10 +5,16 @@ Answer normalisation (one procedure, used everywhere): :func:`normalize_answer` 
 removes the articles *a*, *an*, *the* and collapses whitespace: the ``normalize`` of the RoG/GCR
 evaluation code (itself SQuAD's), plus the underscore rule.
 
-Matching follows the papers' scripts (RoG/GCR ``match``): a prediction matches a gold answer when
-the normalised gold answer occurs in the normalised prediction, on word boundaries (so "The Son's
-Room was directed by Nanni Moretti" matches "The Son's Room", and "us" does not match "bus"). A
-prediction that names several gold answers matches each of them, but counts once for precision.
+Two matching rules (``match=``):
+
+- ``exact`` (the default): a prediction matches a gold answer when both are equal after
+  normalisation (aliases listed as separate golds each count);
+- ``contains``: the papers' scripts (RoG/GCR ``match``): the normalised gold answer occurs in the
+  normalised prediction, on word boundaries (so "The Son's Room was directed by Nanni Moretti"
+  matches "The Son's Room", and "us" does not match "bus"). A prediction that names several gold
+  answers matches each of them, but counts once for precision. Use it only to compare with papers:
+  it credits sentences that echo the question's entity.
+
 Metrics per question:
 
 - ``hits@1``: the first prediction matches a gold answer (0/1);
@@ -27,11 +33,15 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
+
+from kg_agents.errors import ConfigError
 
 __all__ = [
+    "MATCH_RULES",
     "METRIC_KEYS",
     "SUMMARY_KEYS",
+    "MatchRule",
     "answer_matches",
     "faithful_ratio",
     "mean",
@@ -45,6 +55,15 @@ _PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 METRIC_KEYS = ("hits@1", "hit", "f1", "precision", "recall")
+
+MatchRule = Literal["exact", "contains"]
+MATCH_RULES: tuple[MatchRule, ...] = ("exact", "contains")
+
+
+def _check_rule(match: str) -> MatchRule:
+    if match not in MATCH_RULES:
+        raise ConfigError(f"unknown match rule {match!r}; valid: {', '.join(MATCH_RULES)}")
+    return match  # type: ignore[return-value]
 
 
 def normalize_answer(text: str) -> str:
@@ -64,38 +83,58 @@ def _distinct(items: Iterable[str]) -> list[str]:
     return [s for s in dict.fromkeys(normalize_answer(x) for x in items) if s]
 
 
-def answer_matches(prediction: str, gold: str) -> bool:
-    """True when normalised ``gold`` occurs in normalised ``prediction`` on word boundaries.
+def answer_matches(prediction: str, gold: str, match: MatchRule = "contains") -> bool:
+    """True when ``prediction`` matches ``gold`` under the rule (normalised; see the module docstring).
+
+    The default here is ``contains``: methods use it to find which KG labels a free-text reply names.
 
     Example:
         >>> answer_matches("The answer is Ron Howard.", "ron howard"), answer_matches("Ron", "Ron Howard")
         (True, False)
+        >>> answer_matches("The answer is Ron Howard.", "ron howard", "exact")
+        False
     """
     g, p = normalize_answer(gold), normalize_answer(prediction)
+    if _check_rule(match) == "exact":
+        return bool(g) and g == p
     return bool(g) and f" {g} " in f" {p} "
 
 
-def score_answers(predictions: Sequence[str], golds: Sequence[str]) -> dict[str, float]:
+def score_answers(
+    predictions: Sequence[str], golds: Sequence[str], match: MatchRule = "exact"
+) -> dict[str, float]:
     """Hits@1, Hit, precision, recall and F1 of one question's ranked predictions.
 
     Args:
         predictions: the method's answers, best first.
         golds: the gold answers (aliases may be listed as separate golds; see :func:`score_aliased`).
 
+        match: ``exact`` (default) or ``contains``.
+
     Example:
         >>> s = score_answers(["Big", "Splash"], ["splash"])
         >>> s["hits@1"], s["hit"]
         (0.0, 1.0)
+        >>> score_answers(["Splash was directed by Ron Howard"], ["Ron Howard"])["hits@1"]
+        0.0
+        >>> score_answers(["Splash was directed by Ron Howard"], ["Ron Howard"], "contains")["hits@1"]
+        1.0
     """
-    return score_aliased(predictions, [[g] for g in golds])
+    return score_aliased(predictions, [[g] for g in golds], match)
 
 
-def score_aliased(predictions: Sequence[str], gold_sets: Sequence[Sequence[str]]) -> dict[str, float]:
+def score_aliased(
+    predictions: Sequence[str], gold_sets: Sequence[Sequence[str]], match: MatchRule = "exact"
+) -> dict[str, float]:
     """Like :func:`score_answers`, with each gold answer given as a list of aliases.
 
-    A prediction matches a gold answer when it equals (normalised) any of its aliases; recall counts
-    gold answers, not aliases.
+    A prediction matches a gold answer when it matches any of its aliases under ``match``; recall
+    counts gold answers, not aliases.
+
+    Raises:
+        ConfigError: an unknown match rule.
     """
+    exact = _check_rule(match) == "exact"
     preds = _distinct(predictions)
     golds = list(dict.fromkeys(frozenset(_distinct(aliases)) for aliases in gold_sets))
     golds = [g for g in golds if g]
@@ -103,6 +142,8 @@ def score_aliased(predictions: Sequence[str], gold_sets: Sequence[Sequence[str]]
         return {k: 0.0 for k in METRIC_KEYS}
 
     def hit(p: str, aliases: frozenset[str]) -> bool:
+        if exact:
+            return p in aliases
         return any(f" {a} " in f" {p} " for a in aliases)
 
     pred_ok = [any(hit(p, g) for g in golds) for p in preds]
@@ -142,6 +183,8 @@ SUMMARY_KEYS = (
     "precision",
     "recall",
     "faithful_path_ratio",
+    "grounded_answer_ratio",
+    "match",
     "avg_llm_calls",
     "avg_input_tokens",
     "avg_output_tokens",
@@ -150,13 +193,18 @@ SUMMARY_KEYS = (
 )
 
 
-def summarize(records: Sequence[Mapping[str, Any]], *, method: str, dataset: str) -> dict[str, Any]:
+def summarize(
+    records: Sequence[Mapping[str, Any]], *, method: str, dataset: str, match: MatchRule = "exact"
+) -> dict[str, Any]:
     """The ``summary.json`` of a run from its prediction records (lines of ``predictions.jsonl``).
 
-    Each record has ``scores`` (the metric dict, all 0 for a question that raised), ``error`` (None
-    or the exception text), ``paths_total``/``paths_faithful`` and ``usage``. Quality metrics average
-    over all ``n`` questions (a question that raised counts as wrong); usage averages over the
-    questions that finished (None when none did); ``faithful_path_ratio`` pools all returned paths.
+    Each record has ``scores`` (the metric dict under ``match``, all 0 for a question that raised),
+    ``error`` (None or the exception text), ``paths_total``/``paths_faithful``,
+    ``answers_total``/``answers_grounded`` and ``usage``. Quality metrics average over all ``n``
+    questions (a question that raised counts as wrong); usage averages over the questions that finished
+    (None when none did); ``faithful_path_ratio`` pools all returned paths and
+    ``grounded_answer_ratio`` all returned answers (the share that are the KG node ending a returned,
+    verified path; None when no answer was returned).
 
     Example:
         >>> r = {"scores": score_answers(["x"], ["x"]), "error": None, "paths_total": 0,
@@ -173,6 +221,11 @@ def summarize(records: Sequence[Mapping[str, Any]], *, method: str, dataset: str
         sum(int(r.get("paths_faithful", 0)) for r in records),
         sum(int(r.get("paths_total", 0)) for r in records),
     )
+    out["grounded_answer_ratio"] = faithful_ratio(
+        sum(int(r.get("answers_grounded", 0)) for r in records),
+        sum(int(r.get("answers_total", 0)) for r in records),
+    )
+    out["match"] = _check_rule(match)
     for key, field in (
         ("avg_llm_calls", "llm_calls"),
         ("avg_input_tokens", "input_tokens"),

@@ -11,7 +11,11 @@
   model server or KG endpoint is unreachable: :class:`~kg_agents.errors.EndpointError`,
   :class:`~kg_agents.errors.ModelError`, a connection error) stops the run instead, so that it can be
   resumed once the server is back.
-- Every returned path is checked again here against the question's KG (``faithful_path_ratio``).
+- Every returned path is checked again here against the question's KG (``faithful_path_ratio``), and
+  every answer against the paths: an answer is grounded when it is the KG node (its id or label) that
+  ends a returned path that verified (``grounded_answer_ratio``).
+- Answers are scored under one matching rule, ``exact`` by default or ``contains`` for comparing with
+  papers' scripts (:mod:`kg_agents.eval.metrics`); the summary and report name the rule.
 - ``summary.json`` is computed from ``predictions.jsonl`` only (:func:`kg_agents.eval.metrics.summarize`).
 
 Example:
@@ -34,7 +38,7 @@ from typing import Any
 
 from kg_agents.core.records import error_text
 from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelError
-from kg_agents.eval.metrics import METRIC_KEYS, SUMMARY_KEYS, score_aliased, summarize
+from kg_agents.eval.metrics import METRIC_KEYS, SUMMARY_KEYS, MatchRule, score_aliased, summarize
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
 
@@ -51,6 +55,7 @@ __all__ = [
     "draw_chart",
     "endpoint_failure",
     "gold_sets",
+    "grounded_count",
     "is_run_level_error",
     "load_questions_file",
     "load_summary",
@@ -146,7 +151,20 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
         path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
 
 
-def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, kg: Any) -> dict[str, Any]:
+def grounded_count(kg: Any, answers: Sequence[str], paths: Sequence[KGPath]) -> int:
+    """How many ``answers`` are the node (id or label) that ends one of ``paths`` (verified ones)."""
+    ends = {p.end for p in paths if p.hops}
+    names = set(ends) | {kg.label(e) for e in ends}
+    return sum(1 for a in answers if a in names)
+
+
+def _record(
+    q: Any,
+    out: dict[str, Any] | BaseException,
+    seconds: float | None,
+    kg: Any,
+    match: MatchRule = "exact",
+) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "id": q.id,
         "question": q.question,
@@ -160,6 +178,8 @@ def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, 
             paths=[],
             paths_total=0,
             paths_faithful=0,
+            answers_total=0,
+            answers_grounded=0,
             scores={k: 0.0 for k in METRIC_KEYS},
             usage={},
             seconds=None,
@@ -171,15 +191,19 @@ def _record(q: Any, out: dict[str, Any] | BaseException, seconds: float | None, 
     paths = [p for p in out.get("paths") or [] if isinstance(p, KGPath)]
     error = endpoint_failure(out)
     try:
-        faithful = sum(1 for p in paths if verify_path(kg, p))
+        verified = [p for p in paths if verify_path(kg, p)]
+        grounded = grounded_count(kg, answers, verified)
     except KGAgentsError as exc:  # the KG failed while the paths were checked again
-        faithful, error = 0, error or f"{type(exc).__name__}: {exc} (checking the returned paths)"
+        verified, grounded = [], 0
+        error = error or f"{type(exc).__name__}: {exc} (checking the returned paths)"
     rec.update(
         predictions=answers,
         paths=[p.to_text() for p in paths],
         paths_total=len(paths),
-        paths_faithful=faithful,
-        scores=score_aliased(answers, gold_sets(q)),
+        paths_faithful=len(verified),
+        answers_total=len(answers),
+        answers_grounded=grounded,
+        scores=score_aliased(answers, gold_sets(q), match),
         usage=dict(out.get("usage") or {}),
         seconds=seconds,
         graph_errors=list(out.get("errors") or []),
@@ -222,6 +246,7 @@ async def run_eval(
     run_info: dict[str, Any] | None = None,
     progress: bool = True,
     max_endpoint_failures: int = 5,
+    match: MatchRule = "exact",
 ) -> dict[str, Any]:
     """Evaluate a reasoning graph on ``questions``; write the run files into ``out_dir``.
 
@@ -244,6 +269,7 @@ async def run_eval(
         max_endpoint_failures: stop the run (raising the ``EndpointError``) once this many questions
             in a row ended because a KG endpoint failed: the endpoint is down, not one question's
             queries; each such question is recorded as an error, and a rerun resumes.
+        match: the matching rule of the scores, ``exact`` (default) or ``contains``.
 
     Returns:
         The summary (also written to ``summary.json``).
@@ -301,10 +327,10 @@ async def run_eval(
                 if isinstance(res, BaseException):
                     if is_run_level_error(res):
                         raise res
-                    rec = _record(q, res, None, None)
+                    rec = _record(q, res, None, None, match)
                 else:
                     result, seconds = res
-                    rec = _record(q, result, seconds, graph_for(q)[1])
+                    rec = _record(q, result, seconds, graph_for(q)[1], match)
                     if q.id in graphs:  # a per-question graph is used once
                         del graphs[q.id]
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -319,13 +345,22 @@ async def run_eval(
                     )
     finally:
         bar.close()
-    return write_summary(out, questions, method=method, dataset=dataset)
+    return write_summary(out, questions, method=method, dataset=dataset, match=match)
 
 
 def write_summary(
-    out_dir: str | Path, questions: Sequence[Any], *, method: str, dataset: str
+    out_dir: str | Path,
+    questions: Sequence[Any],
+    *,
+    method: str,
+    dataset: str,
+    match: MatchRule = "exact",
 ) -> dict[str, Any]:
-    """Compute ``summary.json`` from ``predictions.jsonl`` (for ``questions``); write it, report and chart."""
+    """Compute ``summary.json`` from ``predictions.jsonl`` (for ``questions``); write it, report and chart.
+
+    Every finished question is scored again under ``match``, so a run can be re-scored under the other
+    rule without running it again.
+    """
     out = Path(out_dir)
     preds = read_predictions(out / PREDICTIONS)
     records = []
@@ -333,9 +368,9 @@ def write_summary(
         if q.id in preds:
             rec = dict(preds[q.id])
             if not rec.get("error"):  # scored again, so the summary always follows metrics.py
-                rec["scores"] = score_aliased(rec.get("predictions") or [], gold_sets(q))
+                rec["scores"] = score_aliased(rec.get("predictions") or [], gold_sets(q), match)
             records.append(rec)
-    summary = summarize(records, method=method, dataset=dataset)
+    summary = summarize(records, method=method, dataset=dataset, match=match)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}
     (out / REPORT).write_text(render_report(summary, records, info), encoding="utf-8")
@@ -373,8 +408,9 @@ def render_report(summary: dict[str, Any], records: Sequence[dict[str, Any]], in
         "",
         markdown_table([summary]),
         "",
-        "Answers are matched after one normalisation (kg_agents.eval.metrics.normalize_answer); "
-        "faithful_path_ratio re-checks every returned path against the KG.",
+        f"Answers are matched under the `{summary.get('match', 'exact')}` rule after one normalisation "
+        "(kg_agents.eval.metrics.normalize_answer); faithful_path_ratio re-checks every returned path "
+        "against the KG, and grounded_answer_ratio is the share of answers that end a verified path.",
         "",
     ]
     by_type: dict[str, list[dict[str, Any]]] = {}
@@ -398,7 +434,7 @@ def render_report(summary: dict[str, Any], records: Sequence[dict[str, Any]], in
     return "\n".join(parts)
 
 
-CHART_KEYS = ("hits@1", "hit", "f1", "precision", "recall", "faithful_path_ratio")
+CHART_KEYS = ("hits@1", "hit", "f1", "precision", "recall", "faithful_path_ratio", "grounded_answer_ratio")
 
 
 def draw_chart(summaries: Sequence[dict[str, Any]], path: str | Path, *, title: str = "") -> Path:

@@ -99,6 +99,21 @@ class VLLMClient:
         )
         return [int(t) for t in data["tokens"]]
 
+    def tokenize_chat(
+        self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True
+    ) -> list[int]:
+        """Token ids of a conversation under the served chat template (``/tokenize`` with messages)."""
+        data = self._post(
+            f"{self.root_url}/tokenize",
+            {
+                "model": self.model,
+                "messages": [dict(m) for m in messages],
+                "add_generation_prompt": add_generation_prompt,
+                "add_special_tokens": False,
+            },
+        )
+        return [int(t) for t in data["tokens"]]
+
     def detokenize(self, tokens: Sequence[int]) -> str:
         """Text of token ids."""
         data = self._post(f"{self.root_url}/detokenize", {"model": self.model, "tokens": list(tokens)})

@@ -30,18 +30,29 @@ def test_normalize_answer(raw, want):
     assert normalize_answer(raw) == want
 
 
-def test_scores_word_boundary_containment():
+def test_scores_exact_by_default():
     s = score_answers(["the ron howard", "Tom Hanks", "tom hanks"], ["Ron Howard", "Penny Marshall"])
     assert s["hits@1"] == 1.0 and s["hit"] == 1.0
     assert s["precision"] == pytest.approx(1 / 2)  # distinct predictions: ron howard, tom hanks
     assert s["recall"] == pytest.approx(1 / 2)
     assert s["f1"] == pytest.approx(0.5)
-    # the papers' containment rule, on word boundaries; a line naming two golds counts once for precision
+    # a sentence naming the answer is not the answer; nor is an echoed topic entity inside it
     s = score_answers(["It was Ron Howard and Penny Marshall", "Big"], ["Ron Howard", "Penny Marshall"])
-    assert s["hits@1"] == 1.0 and s["recall"] == 1.0 and s["precision"] == 0.5
-    assert score_answers(["Ron"], ["Ron Howard"])["hit"] == 0.0
-    assert score_answers(["a bus"], ["US"])["hit"] == 0.0
+    assert s == {k: 0.0 for k in ("hits@1", "hit", "f1", "precision", "recall")}
+    assert score_answers(["The Wedding Ringer release year 2015"], ["The Wedding Ringer"])["hit"] == 0.0
     assert score_answers([], ["x"]) == {k: 0.0 for k in ("hits@1", "hit", "f1", "precision", "recall")}
+    with pytest.raises(ConfigError, match="match rule"):
+        score_answers(["x"], ["x"], "fuzzy")  # type: ignore[arg-type]
+
+
+def test_scores_word_boundary_containment():
+    # the papers' containment rule, on word boundaries; a line naming two golds counts once for precision
+    s = score_answers(
+        ["It was Ron Howard and Penny Marshall", "Big"], ["Ron Howard", "Penny Marshall"], "contains"
+    )
+    assert s["hits@1"] == 1.0 and s["recall"] == 1.0 and s["precision"] == 0.5
+    assert score_answers(["Ron"], ["Ron Howard"], "contains")["hit"] == 0.0
+    assert score_answers(["a bus"], ["US"], "contains")["hit"] == 0.0
 
 
 def test_scores_with_aliases_count_gold_answers_once():
@@ -69,7 +80,12 @@ def test_summarize_keys_and_errors():
     s = summarize([ok, bad], method="m", dataset="d")
     assert tuple(s) == SUMMARY_KEYS
     assert s["n"] == 2 and s["errors"] == 1 and s["hits@1"] == 0.5
-    assert s["faithful_path_ratio"] == 0.5
+    assert s["faithful_path_ratio"] == 0.5 and s["match"] == "exact"
+    assert s["grounded_answer_ratio"] is None  # no record counted answers
+    grounded = summarize(
+        [dict(ok, answers_total=4, answers_grounded=3), bad], method="m", dataset="d", match="contains"
+    )
+    assert grounded["grounded_answer_ratio"] == 0.75 and grounded["match"] == "contains"
     assert s["avg_llm_calls"] == 2 and s["avg_seconds"] == 1.5
     nopaths = summarize([dict(ok, paths_total=0, paths_faithful=0)], method="m", dataset="d")
     assert nopaths["faithful_path_ratio"] is None

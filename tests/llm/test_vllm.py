@@ -158,3 +158,22 @@ def test_a_server_that_cannot_start_fails_with_its_log(tmp_path) -> None:
         server.start()
     assert "log tail" in str(info.value)
     assert server.proc is None and not list((tmp_path / "work").glob("tmp-*"))
+
+
+def test_rank_options_on_the_server_matches_the_local_model(chat) -> None:
+    """Option ranking on the server (prompt log-probabilities) scores the same token sequences as the
+    embedded model: the same order, and the same log-probabilities up to float noise."""
+    from kg_agents.llm.ranking import rank_options
+
+    prompt = [
+        SystemMessage("You pick the relation of a knowledge graph that answers the question."),
+        HumanMessage("Which relation of Splash answers: who directed Splash?"),
+    ]
+    options = ["directed by", "has genre", "starred actors", "release year"]
+    local_llm = resolve_chat_model("local")
+    for complete in (True, False):
+        served = rank_options(chat, prompt, options, complete=complete)
+        local = rank_options(local_llm, prompt, options, complete=complete)
+        assert served.route == "logprobs" and served.input_tokens == local.input_tokens > 0
+        assert [o for o, _ in served.ranked()] == [o for o, _ in local.ranked()]
+        assert served.scores == pytest.approx(local.scores, abs=0.05)

@@ -209,9 +209,14 @@ def test_create_react_agent_with_reasoning_tool():
 
 
 def test_reasoning_tool_from_a_method_name():
-    llm = FakeChat(replies=["Thought: known.\nAction: Finish[Ron Howard]"])
-    tool = reasoning_tool("graph_agent", kg=KG, llm=llm, strategy="cot", max_steps=2)
-    assert tool.invoke({"question": "who directed [Splash]"}) == "Answers: Ron Howard"
+    llm = FakeChat(
+        replies=["Action: NeighborCheck[Splash, directed_by]", "Thought: known.\nAction: Finish[Ron Howard]"],
+        tools=False,
+    )
+    tool = reasoning_tool("graph_agent", kg=KG, llm=llm, strategy="cot", max_steps=2, decide="generate")
+    assert tool.invoke({"question": "who directed [Splash]"}) == (
+        "Answers: Ron Howard\nPaths:\nSplash -> directed_by -> Ron Howard"
+    )
     with pytest.raises(ConfigError, match="needs kg"):
         reasoning_tool("graph_agent")
     with pytest.raises(ConfigError, match="unknown option"):

@@ -32,6 +32,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from kg_agents.core.decide import Decide, check_decide, check_ratio
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -121,10 +122,16 @@ class GraphRAGContext:
     Attributes:
         max_triples: at most this many triples in the prompt (default 60).
         max_answers: at most this many answers (default 10).
+        decide: ``"rank"`` (the model ranks the candidate entities) or ``"generate"`` (free text,
+            grounded on the candidates); default: the factory's ``decide``.
+        answer_ratio: ranked route: keep candidates whose probability is at least this share of the
+            best one's (default: the factory's ``answer_ratio``).
     """
 
     max_triples: int | None = None
     max_answers: int | None = None
+    decide: Decide | None = None
+    answer_ratio: float | None = None
 
 
 class GraphRAGState(ReasoningState, total=False):
@@ -142,6 +149,8 @@ def create_graph_rag_graph(
     index: Any = None,
     fanout_limit: int = 200,
     prompt: PromptLike | None = None,
+    decide: Decide = "rank",
+    answer_ratio: float = 0.5,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph RAG baseline: the 1-hop neighbourhood (both directions) of the topic entities as context.
 
@@ -154,10 +163,17 @@ def create_graph_rag_graph(
         index: an ``EntityIndex`` (built on first need when None).
         fanout_limit: at most this many triples per topic entity.
         prompt: a template overriding the ``rag`` prompt (not also in ``prompts``).
+        decide: ``"rank"`` (default): the model ranks the retrieved entities (the 1-hop neighbours)
+            by log-probability; ``"generate"``: it writes its answer, which is kept only where it names
+            a retrieved entity (the papers' route, for large models).
+        answer_ratio: ranked route: answers are the best candidate and those whose probability is at
+            least this share of the best one's.
 
     Raises:
-        ConfigError: an unknown prompt name.
+        ConfigError: an unknown prompt name or ``decide``, or ``answer_ratio`` outside (0, 1].
     """
+    check_decide(decide)
+    check_ratio(answer_ratio)
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
     deps = GraphRAGDeps(
@@ -165,7 +181,7 @@ def create_graph_rag_graph(
         model=default_llm(llm),
         template=template,
         fanout_limit=fanout_limit,
-        defaults=GraphRAGContext(max_triples=60, max_answers=10),
+        defaults=GraphRAGContext(max_triples=60, max_answers=10, decide=decide, answer_ratio=answer_ratio),
     )
     g = StateGraph(
         GraphRAGState,
@@ -191,10 +207,14 @@ class TextRAGContext:
     Attributes:
         top_k: the triples retrieved for the prompt (default 20).
         max_answers: at most this many answers (default 10).
+        decide: ``"rank"`` or ``"generate"`` (see :class:`GraphRAGContext`).
+        answer_ratio: ranked route: the probability share of the best answer that others need.
     """
 
     top_k: int | None = None
     max_answers: int | None = None
+    decide: Decide | None = None
+    answer_ratio: float | None = None
 
 
 class TextRAGState(ReasoningState, total=False):
@@ -217,6 +237,8 @@ def create_text_rag_graph(
     max_candidates: int = 300,
     index_dir: str | None = None,
     prompt: PromptLike | None = None,
+    decide: Decide = "rank",
+    answer_ratio: float = 0.5,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Text RAG baseline: dense (FAISS) retrieval of verbalised triples as the context.
 
@@ -225,8 +247,9 @@ def create_text_rag_graph(
     ``scope="neighborhood"`` the candidates are the triples within ``hops`` of the topic entities
     (bounded by ``fanout_limit`` per entity and ``max_candidates`` in all; embeddings are cached per
     graph); with ``scope="kg"`` they are all the KG's triples, in a FAISS index built once and
-    persisted (:class:`~kg_agents.methods.baselines.retrieval.TripleTextIndex`). Supporting paths
-    (retrieved triples chaining a topic entity to an answer) are verified against the KG.
+    persisted (:class:`~kg_agents.methods.baselines.retrieval.TripleTextIndex`). The answer candidates
+    are the entities the retrieved triples chain to a topic entity within ``hops``; the model ranks
+    them (or, ``decide="generate"``, names them), and their paths are verified against the KG.
 
     Args:
         kg: the knowledge graph.
@@ -243,9 +266,12 @@ def create_text_rag_graph(
         max_candidates: at most this many candidate triples per question (neighbourhood scope).
         index_dir: where the whole-KG index lives (default: the kg-agents cache).
         prompt: a template overriding the ``rag`` prompt (not also in ``prompts``).
+        decide: ``"rank"`` (default) or ``"generate"`` (see :func:`create_graph_rag_graph`).
+        answer_ratio: ranked route: the probability share of the best answer that others need.
 
     Raises:
-        ConfigError: an unknown ``scope`` or prompt name, or a bound below 1.
+        ConfigError: an unknown ``scope``, ``decide`` or prompt name, a bound below 1, or
+            ``answer_ratio`` outside (0, 1].
 
     Example:
         >>> g = create_text_rag_graph(open_kg("metaqa"))                       # doctest: +SKIP
@@ -255,6 +281,8 @@ def create_text_rag_graph(
         raise ConfigError(f"text_rag scope must be 'neighborhood' or 'kg', got {scope!r}")
     if hops < 1 or fanout_limit < 1 or max_candidates < 1:
         raise ConfigError("text_rag hops, fanout_limit and max_candidates must be >= 1")
+    check_decide(decide)
+    check_ratio(answer_ratio)
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
     deps = TextRAGDeps(
@@ -266,7 +294,7 @@ def create_text_rag_graph(
         hops=hops,
         fanout_limit=fanout_limit,
         max_candidates=max_candidates,
-        defaults=TextRAGContext(top_k=20, max_answers=10),
+        defaults=TextRAGContext(top_k=20, max_answers=10, decide=decide, answer_ratio=answer_ratio),
     )
     g = StateGraph(
         TextRAGState,

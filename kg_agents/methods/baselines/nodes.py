@@ -25,9 +25,10 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
+from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
-from kg_agents.core.records import error_update, guarded, no_answer_error
+from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
 from kg_agents.core.support import support_paths
 from kg_agents.eval.metrics import answer_matches
 from kg_agents.kg.base import Path, Triple
@@ -38,6 +39,7 @@ __all__ = [
     "LLMOnlyDeps",
     "TextRAGDeps",
     "after_link",
+    "answer_from_paths",
     "ask_with_triples",
     "graph_rag_answer",
     "graph_rag_retrieve",
@@ -140,37 +142,73 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
 def ask_with_triples(
     deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], triples: list[Triple], max_answers: int
 ) -> tuple[Any, list[str]]:
-    """The RAG prompt with ``triples`` as knowledge, answered by the chat model: its message and answers."""
-    knowledge = "\n".join(verbalize(deps.kg, t) for t in triples) or "(none)"
-    messages = deps.template.format_messages(question=state["question"], knowledge=knowledge)
-    msg = invoke_llm(deps.model, messages)
+    """The RAG prompt with ``triples`` as knowledge, answered by the chat model in free text: its
+    message and parsed answers (the ``decide="generate"`` route, before grounding)."""
+    msg = invoke_llm(deps.model, rag_messages(deps, state, triples))
     return msg, parse_answers(str(msg.content))[:max_answers]
+
+
+def rag_messages(deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], triples: list[Triple]) -> Any:
+    """The RAG prompt with ``triples`` verbalised as its knowledge."""
+    knowledge = "\n".join(verbalize(deps.kg, t) for t in triples) or "(none)"
+    return deps.template.format_messages(question=state["question"], knowledge=knowledge)
+
+
+def answer_from_paths(
+    deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], paths: list[Path], ctx: Any
+) -> dict[str, Any]:
+    """The answer step of both RAG baselines: the model picks among the KG nodes that end ``paths``.
+
+    ``decide="rank"`` ranks the candidates' labels as replies (``Answer: <label>``) and keeps the best
+    and those within ``answer_ratio`` of its probability; ``decide="generate"`` lets the model write
+    its answer and keeps the candidates it names (the rest is dropped and traced). Either way every
+    answer ends a returned, verified path.
+    """
+    kg = deps.kg
+    triples = state.get("triples") or []
+    topics = list(state.get("topic_entities") or [])
+    candidates = answer_candidates(kg.label, paths, exclude=topics)
+    trace: dict[str, Any] = {"node": "answer", "decide": ctx.decide, "candidates": len(candidates)}
+    if not candidates:
+        return {
+            "answers": [],
+            "paths": [],
+            "trace": [trace],
+            "errors": [error_record("answer", "no candidate entity was retrieved", type="NoCandidate")],
+        }
+    messages = rag_messages(deps, state, triples)
+    if ctx.decide == "rank":
+        ranking = rank(deps.model, messages, list(candidates), prefix="Answer: ")
+        answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+        trace.update(ranking.as_trace())
+    else:
+        msg = invoke_llm(deps.model, messages)
+        texts = parse_answers(str(msg.content))
+        answers, _, dropped = ground_answers(texts, candidates)
+        answers = answers[: ctx.max_answers]
+        trace.update(raw=str(msg.content), dropped=dropped)
+    update = verified_paths_update(kg, [p for a in answers for p in candidates[a]])
+    update["answers"] = answers
+    update["trace"] = [trace, *update["trace"]]
+    if not answers:
+        update["errors"] = [
+            error_record("answer", "the model's answer names no retrieved entity", type="UngroundedAnswer")
+        ]
+    return update
 
 
 @metered
 @guarded("answer")
 def graph_rag_answer(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """The chat model answers from the triples; the 1-hop paths to its answers are verified."""
-    kg = deps.kg
-    triples = state.get("triples") or []
-    msg, answers = ask_with_triples(deps, state, triples, run_context(runtime, deps.defaults).max_answers)
-    # The supporting paths: 1-hop paths from a topic entity to an answer.
-    starts = list(state.get("topic_entities") or [])
-    paths = []
-    for t in triples:
-        for start in starts:
-            if (
-                start in (t.head, t.tail)
-                and t.other(start) not in starts
-                and named_in(kg.label(t.other(start)), answers)
-            ):
-                paths.append(Path.from_triples(start, [t]))
-    update = verified_paths_update(kg, paths)
-    update.update({"answers": answers})
-    update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
-    if not answers:
-        update["errors"] = no_answer_error("answer", msg.content)
-    return update
+    """The model picks among the 1-hop neighbours of the topic entities (see :func:`answer_from_paths`)."""
+    starts = list(dict.fromkeys(state.get("topic_entities") or []))
+    paths = [
+        Path.from_triples(start, [t])
+        for t in state.get("triples") or []
+        for start in starts
+        if start in (t.head, t.tail) and t.other(start) not in starts
+    ]
+    return answer_from_paths(deps, state, paths, run_context(runtime, deps.defaults))
 
 
 # --------------------------------------------------------------------------- text_rag
@@ -252,17 +290,14 @@ def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any)
 @metered
 @guarded("answer")
 def text_rag_answer(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """The chat model answers from the retrieved triples; their paths to its answers are verified."""
-    kg = deps.kg
+    """The model picks among the entities the retrieved triples connect to a topic entity (within
+    ``hops``; with no topic entity, among the ends of the retrieved triples; see
+    :func:`answer_from_paths`)."""
     triples = state.get("triples") or []
-    msg, answers = ask_with_triples(deps, state, triples, run_context(runtime, deps.defaults).max_answers)
     starts = list(state.get("topic_entities") or [])
     ents = {e for t in triples for e in (t.head, t.tail)} - set(starts)
-    targets = {e for e in ents if named_in(kg.label(e), answers)}
-    paths = support_paths(starts, triples, targets, max_hops=deps.hops)
-    update = verified_paths_update(kg, paths)
-    update["answers"] = answers
-    update["trace"] = [{"node": "answer", "raw": str(msg.content)}, *update["trace"]]
-    if not answers:
-        update["errors"] = no_answer_error("answer", msg.content)
-    return update
+    if starts:
+        paths = support_paths(starts, triples, ents, max_hops=deps.hops, shortest=True)
+    else:  # whole-KG scope, no topic entity: each retrieved triple is a path to either of its ends
+        paths = [Path.from_triples(s, [t]) for t in triples for s in (t.head, t.tail)]
+    return answer_from_paths(deps, state, paths, run_context(runtime, deps.defaults))

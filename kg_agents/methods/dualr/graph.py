@@ -29,6 +29,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from kg_agents.core.decide import Decide, check_decide
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -80,12 +81,15 @@ class DualRContext:
         layers: exploration steps (at most the checkpoint's).
         answer_ratio: with ``answer_with="gnn"``, every top-N candidate whose probability is at least
             this fraction of the best one is an answer (1.0: only the best).
+        decide: with ``answer_with="llm"``: ``"rank"`` (the model ranks the reference answers) or
+            ``"generate"`` (it writes its choice).
     """
 
     num_candidates: int | None = None
     top_k: tuple[int, ...] | None = None
     layers: int | None = None
     answer_ratio: float | None = None
+    decide: Decide | None = None
 
 
 class DualRState(ReasoningState, total=False):
@@ -114,6 +118,7 @@ def create_dualr_graph(
     index: Any = None,
     prompt: PromptLike | None = None,
     checkpointer: Any = None,
+    decide: Decide = "rank",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """DualR: GNN exploration, reasoning chains and one LLM call for the answer (or none).
 
@@ -140,12 +145,16 @@ def create_dualr_graph(
         prompt: the ``answer`` prompt (as ``prompts={"answer": ...}``; placeholders ``question``,
             ``options``).
         checkpointer: a LangGraph checkpointer.
+        decide: with ``answer_with="llm"``: ``"rank"`` (default): the model ranks the reference answers
+            (``Answer: A. <name>``, ...) by log-probability and the option probabilities go in the
+            trace; ``"generate"``: it writes its choice, which is kept only when it names a candidate.
 
     Raises:
         ConfigError: a bad option or a missing checkpoint (at creation, not during a run).
     """
     if answer_with not in ("llm", "gnn"):
         raise ConfigError(f"unknown answer_with {answer_with!r}; valid: llm, gnn")
+    check_decide(decide)
     if num_candidates < 1 or num_candidates > len(LABELS):
         raise ConfigError(f"num_candidates must be in 1..{len(LABELS)}, got {num_candidates}")
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
@@ -162,6 +171,7 @@ def create_dualr_graph(
             top_k=(top_k,) if isinstance(top_k, int) else (tuple(top_k) if top_k else None),
             layers=layers,
             answer_ratio=answer_ratio,
+            decide=decide,
         ),
         answer_with=answer_with,
         llm=default_llm(llm) if answer_with == "llm" else None,

@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
+from kg_agents.core.decide import rank
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
@@ -287,18 +288,29 @@ def determine_answer(
         answers = [deps.kg.label(e) for e in chosen]
         trace["mode"] = "gnn_only"
     else:
-        msg = invoke_llm(
-            deps.llm,
-            deps.template.format_messages(question=state["question"], options=state.get("options") or ""),
+        messages = deps.template.format_messages(
+            question=state["question"], options=state.get("options") or ""
         )
-        raw = str(msg.content)
-        names = [deps.kg.label(c["entity"]) for c in cands]
-        idx, free = parse_choice(raw, names)
-        if idx is not None:
-            chosen, answers = [cands[idx]["entity"]], [names[idx]]
+        names = [deps.kg.label(c["entity"]) for c in cands][: len(LABELS)]
+        idx: int | None
+        if ctx.decide == "rank":
+            # the letter after "Answer: " is the choice: score the letters, as multiple choice is scored
+            # (whole replies "A. <name>" would favour the shortest names)
+            ranking = rank(deps.llm, messages, list(LABELS[: len(names)]), prefix="Answer: ", complete=False)
+            idx = ranking.order()[0] if ranking.matched else None
+            if ranking.raw is not None:  # a text-only model's reply: read as the paper's route reads it
+                idx = parse_choice(ranking.raw, names)[0]
+            trace.update(mode="llm", decide="rank", **ranking.as_trace())
+            trace["probabilities"] = [round(p, 4) for p in ranking.probabilities()]
         else:
-            chosen, answers = [], free[:1]
-        trace.update(mode="llm", raw=raw, choice=None if idx is None else LABELS[idx])
+            msg = invoke_llm(deps.llm, messages)
+            raw = str(msg.content)
+            idx, free = parse_choice(raw, names)
+            trace.update(mode="llm", decide="generate", raw=raw, dropped=free if idx is None else [])
+        # free text naming no candidate is dropped: every answer is a candidate the explorer reached
+        chosen = [cands[idx]["entity"]] if idx is not None else []
+        answers = [names[idx]] if idx is not None else []
+        trace["choice"] = None if idx is None else LABELS[idx]
     update = verified_paths_update(deps.kg, [Path.from_text(chains[e]) for e in chosen if e in chains])
     update["answers"] = answers
     update["trace"] = [trace, *update["trace"]]

@@ -35,6 +35,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from kg_agents.core.decide import Decide, check_decide, check_ratio
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -77,11 +78,16 @@ class GCRContext:
         num_beams: K, the paths (and hypothesis answers) decoded per question.
         max_hops: L for the KG-Trie.
         max_answers: at most this many final answers (default 10).
+        decide: the general model's route: ``"rank"`` (it ranks the candidate answers) or
+            ``"generate"`` (it writes them; kept where they name a candidate).
+        answer_ratio: ranked route: the probability share of the best answer that others need.
     """
 
     num_beams: int | None = None
     max_hops: int | None = None
     max_answers: int | None = None
+    decide: Decide | None = None
+    answer_ratio: float | None = None
 
 
 class GCRState(ReasoningState, total=False):
@@ -112,6 +118,8 @@ def create_gcr_graph(
     cache_size: int = 1024,
     decode_prompt: str | Path | ChatPromptTemplate | None = None,
     reason_prompt: str | Path | ChatPromptTemplate | None = None,
+    decide: Decide = "rank",
+    answer_ratio: float = 0.5,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -140,9 +148,17 @@ def create_gcr_graph(
         decode_prompt, reason_prompt: a template overriding the decoding prompt of ``prompt_style``,
             the reasoning prompt (not also in ``prompts``).
         checkpointer: a LangGraph checkpointer.
+        decide: how the general model answers: ``"rank"`` (default) ranks the candidate answers (the
+            KG nodes ending the verified paths, hypothesis answers that name one first) by
+            log-probability; ``"generate"`` lets it write its answers (the paper's prompt), kept where
+            they name a candidate. Every answer ends a returned, verified path on both routes, and on
+            the vote route (``general_llm=None``).
+        answer_ratio: ranked route: the best candidate and those whose probability is at least this
+            share of the best one's.
 
     Raises:
-        ConfigError: an unknown ``prompt_style`` or prompt name, ``adapter`` with a decoder other than
+        ConfigError: an unknown ``prompt_style``, ``decide`` or prompt name, ``answer_ratio`` outside
+            (0, 1], ``adapter`` with a decoder other than
             the local one, no adapter at ``adapter``, or a decoder whose tokenizer differs from the cache's.
 
     Example:
@@ -154,6 +170,8 @@ def create_gcr_graph(
         raise ConfigError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
     if num_beams < 1 or max_hops < 1:
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
+    check_decide(decide)
+    check_ratio(answer_ratio)
     templates = prompt_templates(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
@@ -184,7 +202,13 @@ def create_gcr_graph(
         decode_template=templates[f"decode_{prompt_style}"],
         reason_template=templates["reason"],
         constrained=constrained,
-        defaults=GCRContext(num_beams=num_beams, max_hops=max_hops, max_answers=MAX_ANSWERS),
+        defaults=GCRContext(
+            num_beams=num_beams,
+            max_hops=max_hops,
+            max_answers=MAX_ANSWERS,
+            decide=decide,
+            answer_ratio=answer_ratio,
+        ),
     )
 
     g = StateGraph(

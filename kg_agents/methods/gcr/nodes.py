@@ -5,12 +5,19 @@ Each node takes ``(deps, state[, runtime])`` and returns a partial state update;
 The per-run options come from ``runtime.context`` laid over ``deps.defaults``
 (:func:`~kg_agents.core.context.run_context`).
 
-Example:
+Example (the vote: hypotheses that name the end of a verified path, the rest dropped):
     >>> from types import SimpleNamespace
-    >>> deps = SimpleNamespace(general=None, defaults=SimpleNamespace(max_answers=2))  # a stand-in
-    >>> decoded = [{"path": "a -> r -> b", "hypothesis": "B"}, {"path": "a -> s -> c", "hypothesis": "C"}]
-    >>> reason(deps, {"question": "q", "decoded": decoded}, None)["answers"]
-    ['B', 'C']
+    >>> from kg_agents.kg import MemoryKG
+    >>> from kg_agents.kg.base import Path, Triple
+    >>> kg = MemoryKG([Triple("a", "r", "b"), Triple("a", "s", "c")])
+    >>> deps = SimpleNamespace(kg=kg, general=None, defaults=SimpleNamespace(max_answers=2))  # a stand-in
+    >>> decoded = [{"path": "a -> r -> b", "hypothesis": "b"}, {"path": "a -> s -> c", "hypothesis": "c"},
+    ...            {"path": "a -> s -> c", "hypothesis": "z"}]
+    >>> state = {"question": "q", "decoded": decoded, "topic_entities": ["a"],
+    ...          "paths": [Path.from_text(d["path"]) for d in decoded[:2]]}
+    >>> out = reason(deps, state, None)
+    >>> out["answers"], out["trace"][0]["dropped"]
+    (['b', 'c'], ['z'])
 """
 
 from __future__ import annotations
@@ -25,9 +32,10 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
+from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
 from kg_agents.core.nodes import verified_paths_update
-from kg_agents.core.records import error_record, error_update, no_answer_error
+from kg_agents.core.records import error_record, error_update
 from kg_agents.errors import KGAgentsError, KGError
 from kg_agents.kg.base import Path
 from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
@@ -214,30 +222,64 @@ def verify(deps: GCRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
 
 @metered
 def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """Graph inductive reasoning: the general model reads the K paths and hypotheses; or a vote."""
+    """Graph inductive reasoning over the K paths: a vote, or the general model's choice.
+
+    The candidates are the KG nodes ending the verified paths (topic entities excluded). The vote
+    (``general_llm=None``) keeps the hypothesis answers that name a candidate, else the endpoints by
+    how many paths reach them; the general model ranks the candidates (``decide="rank"``) or writes
+    answers that are kept where they name one (``"generate"``). What names no candidate is dropped
+    and traced; the K verified paths stay the returned paths.
+    """
     ctx = run_context(runtime, deps.defaults)
     decoded = state.get("decoded") or []
-    if deps.general is None:
-        answers = vote(decoded)[: ctx.max_answers]
-        update: dict[str, Any] = {
-            "answers": answers,
-            "trace": [{"node": "reason", "mode": "vote", "answers": answers}],
-        }
-        if not answers:
-            update["errors"] = [
-                error_record("reason", "the decoded paths carry no answer to vote on", type="NoAnswer")
+    paths: list[Path] = list(state.get("paths") or [])
+    topics = state.get("topic_entities") or []
+    candidates = answer_candidates(deps.kg.label, paths, exclude=topics)
+    voted = vote(decoded)
+    grounded, _, dropped = ground_answers(voted, candidates)
+    # candidates in vote order: hypotheses that name one, then endpoints by the number of paths
+    by_paths = sorted(candidates, key=lambda lab: -len(candidates[lab]))
+    ordered = list(dict.fromkeys([*grounded, *by_paths]))
+    trace: dict[str, Any] = {"node": "reason", "candidates": len(candidates), "votes": voted[:10]}
+    errors: list[Any] = []
+    if not candidates:
+        answers: list[str] = []
+        trace["mode"] = "vote" if deps.general is None else "general_llm"
+        errors = [
+            error_record("reason", "no decoded path verified, so no answer can be grounded", type="NoPath")
+        ]
+    elif deps.general is None:
+        answers = (grounded or ordered[:1])[: ctx.max_answers]
+        trace.update(mode="vote", dropped=dropped, fallback=None if grounded else "path_endpoints")
+    else:
+        messages = deps.reason_template.format_messages(
+            question=state["question"], paths=format_paths(decoded)
+        )
+        trace.update(mode="general_llm", decide=ctx.decide)
+        try:
+            if ctx.decide == "rank":
+                ranking = rank(deps.general, messages, ordered)
+                answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+                trace.update(ranking.as_trace())
+            else:
+                msg = invoke_llm(deps.general, messages)
+                raw = str(msg.content)
+                answers, _, gen_dropped = ground_answers(parse_answers(strip_path_lines(raw)), candidates)
+                answers = answers[: ctx.max_answers]
+                trace.update(raw=raw, dropped=gen_dropped)
+        except KGAgentsError as exc:
+            answers = (grounded or ordered[:1])[: ctx.max_answers]
+            errors = error_update("reason", exc)["errors"]
+            trace["fallback"] = "vote"
+        if not answers and not errors:
+            errors = [
+                error_record(
+                    "reason", "the model's answer names no candidate entity", type="UngroundedAnswer"
+                )
             ]
-        return update
-    messages = deps.reason_template.format_messages(question=state["question"], paths=format_paths(decoded))
-    try:
-        msg = invoke_llm(deps.general, messages)
-    except KGAgentsError as exc:
-        return {"answers": vote(decoded)[: ctx.max_answers], **error_update("reason", exc)}
-    raw = str(msg.content)
-    answers = parse_answers(strip_path_lines(raw))[: ctx.max_answers]
-    update = {"answers": answers, "trace": [{"node": "reason", "mode": "general_llm", "raw": raw}]}
-    if not answers:
-        update["errors"] = no_answer_error("reason", raw)
+    update: dict[str, Any] = {"answers": answers, "trace": [trace]}
+    if errors:
+        update["errors"] = errors
     return update
 
 

@@ -70,6 +70,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from kg_agents.core.decide import Decide
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.prompts import PromptLike
@@ -178,6 +179,7 @@ def create_graph_agent_graph(
     max_actions: int = 3,
     max_context_triples: int = 40,
     temperature: float | None = 0.7,
+    decide: Decide = "rank",
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -203,6 +205,12 @@ def create_graph_agent_graph(
         max_context_triples: at most this many triples shown to evaluators and the final answer.
         temperature: sampling temperature of candidate thoughts when k > 1 (so that a greedy model gives
             different candidates); None leaves the model's own setting.
+        decide: ``"rank"`` (default): every step is chosen by ranking the actions that exist (for the
+            agent: ``RetrieveNode`` of a topic entity, ``NeighborCheck`` over the relations the last
+            step's nodes have, ``Finish`` with the nodes it reached; for the explorer: the relation and
+            entity pruning and the End? decision), candidate ``j`` of a ToT/GoT level taking the j-th
+            best; the Score and Selection votes rank too. ``"generate"``: the model writes them (the
+            paper's prompts). Either way the answers are KG nodes on a verified path.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -218,7 +226,7 @@ def create_graph_agent_graph(
         >>> g = create_graph_agent_graph(kg, llm=chat, strategy="tot", evaluator="select")  # doctest: +SKIP
         >>> g.invoke({"question": "who directed [Splash]"}, context={"depth": 2})     # doctest: +SKIP
     """
-    defaults = GraphCoTContext(strategy, evaluator, k, t, depth, max_steps, search_depth=0)
+    defaults = GraphCoTContext(strategy, evaluator, k, t, depth, max_steps, search_depth=0, decide=decide)
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     mkg = MeteredKG(kg)
     agent = AgentInteraction(
@@ -254,6 +262,7 @@ def create_graph_explore_graph(
     fanout_limit: int = 50,
     max_context_triples: int = 40,
     temperature: float | None = 0.7,
+    decide: Decide = "rank",
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -278,6 +287,7 @@ def create_graph_explore_graph(
         fanout_limit: at most this many neighbours read per (entity, relation) (hubs are cut; traced).
         max_context_triples: at most this many triples shown in a prompt.
         temperature: sampling temperature of candidate thoughts when k > 1; None leaves the model's own.
+        decide: ``"rank"`` (default) or ``"generate"``, as for :func:`create_graph_agent_graph`.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set
@@ -287,7 +297,7 @@ def create_graph_explore_graph(
         >>> g = create_graph_explore_graph(kg, llm=chat, strategy="got", k=2, t=1, depth=2)  # doctest: +SKIP
         >>> g.invoke({"question": "who directed [Splash]"})["paths"]                          # doctest: +SKIP
     """
-    defaults = GraphCoTContext(strategy, evaluator, k, t, depth, max_steps, search_depth)
+    defaults = GraphCoTContext(strategy, evaluator, k, t, depth, max_steps, search_depth, decide=decide)
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     for key, v in (
         ("max_entities", max_entities),

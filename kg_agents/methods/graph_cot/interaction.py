@@ -26,10 +26,12 @@ from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.decide import rank, ranked_answers
 from kg_agents.core.metering import MeteredKG, invoke_llm
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
+from kg_agents.kg.text import relation_words
 from kg_agents.methods.graph_cot.parsing import (
     match_relations,
     parse_action,
@@ -43,6 +45,7 @@ __all__ = [
     "AGENT_PROMPTS",
     "COMMON_PROMPTS",
     "EXPLORE_PROMPTS",
+    "KEEP_RATIO",
     "PROMPT_DIR",
     "ActionMode",
     "AgentInteraction",
@@ -52,6 +55,7 @@ __all__ = [
     "entity_label",
     "graph_definition",
     "load_prompts",
+    "render_actions",
     "render_agent_steps",
     "triple_text",
 ]
@@ -87,6 +91,15 @@ class Finish(BaseModel):
     """End the task with the answers (node names, not ids or descriptions)."""
 
     answers: list[str] = Field(description="the answers to the question")
+
+
+#: Ranked pruning keeps the options whose probability is at least this share of the best one's.
+KEEP_RATIO = 0.5
+
+
+def render_actions(actions: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """Actions as one ``Action`` line: ``NeighborCheck[Splash, directed_by], ...``."""
+    return ", ".join(f"{name}[{', '.join(args)}]" for name, args in actions)
 
 
 def render_agent_steps(steps: Sequence[dict[str, Any]]) -> str:
@@ -243,18 +256,97 @@ class AgentInteraction(Interaction):
                     msgs.append(HumanMessage(content=f"Observation: {st['observation']}"))
         return msgs
 
-    def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
-        if self.mode == "tools":
-            return invoke_llm(self.bound, self._messages(branch, question), **self.sampling(settings))
+    def action_options(
+        self, branch: dict[str, Any]
+    ) -> list[tuple[str, list[tuple[str, list[str]]], list[str] | None]]:
+        """Every action the agent can take next, each valid by construction: ``(thought, actions, finish)``.
+
+        With no step yet: ``RetrieveNode[e]`` for each topic entity. Afterwards, over the nodes the last
+        step reached (its frontier; the topic entities when it reached none): one ``NeighborCheck`` per
+        relation those nodes have (both directions; run on each of them, at most ``max_actions``), and
+        ``Finish`` with the frontier's labels once a ``NeighborCheck`` reached it. An action the chain
+        already took is not offered again.
+        """
+        steps = branch.get("steps") or []
+        starts = list(branch.get("starts") or [])
+        options: list[tuple[str, list[tuple[str, list[str]]], list[str] | None]] = []
+        if not steps:
+            for e in starts:
+                label = entity_label(self.kg, e)
+                options.append((f"I need the node {label}.", [("RetrieveNode", [e])], None))
+            return options
+        last = steps[-1]
+        frontier = list(last.get("nodes") or []) or starts
+        done = {step.get("action") for step in steps}
+        nodes = frontier[: self.max_actions]
+        by_rel: dict[str, list[str]] = {}
+        for n in nodes:
+            for rel in self.box.neighbor_types(n):
+                by_rel.setdefault(rel, []).append(n)
+        names = ", ".join(entity_label(self.kg, n) for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
+        for rel, members in by_rel.items():
+            actions = [("NeighborCheck", [n, rel]) for n in members]
+            if render_actions(actions) in done:
+                continue
+            words = relation_words(rel.lstrip(INVERSE_PREFIX))
+            thought = (
+                f"I need what has {names} as {words}."
+                if rel.startswith(INVERSE_PREFIX)
+                else f"I need the {words} of {names}."
+            )
+            options.append((thought, actions, None))
+        if last.get("nodes") and str(last.get("action") or "").startswith("NeighborCheck"):
+            labels = [entity_label(self.kg, n) for n in last["nodes"]]
+            options.append((f"The answer is {' | '.join(labels)}.", [], labels))
+        return options
+
+    def think_ranked(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
+        """The next step chosen by ranking :meth:`action_options` (candidate ``j`` takes the j-th best)."""
+        options = self.action_options(branch)
+        if not options:  # nothing to choose from (no topic entity): the model writes the step
+            msg = self._text_step(branch, question, settings)
+            msg.additional_kwargs["ranking"] = {"route": "none", "options": 0}
+            return msg
+        n = len(branch.get("steps") or []) + 1
+        replies = [
+            f"{thought}\nAction {n}: "
+            + (f"Finish[{' | '.join(finish)}]" if finish is not None else render_actions(actions))
+            for thought, actions, finish in options
+        ]
+        replies = list(dict.fromkeys(replies))
+        ranking = rank(self.model, self._step_messages(branch, question), replies)
+        if not ranking.matched:  # a text-only model wrote a step naming no option: read it as written
+            return AIMessage(
+                content=ranking.raw or "", response_metadata={"ranking": ranking.as_trace(top=5)}
+            )
+        pick = ranking.order()[min(int(settings.get("candidate", 0)), len(replies) - 1)]
+        thought, actions, finish = options[pick]
+        return AIMessage(
+            content=replies[pick],
+            additional_kwargs={"ranked_step": {"thought": thought, "actions": actions, "finish": finish}},
+            response_metadata={"ranking": ranking.as_trace(top=5)},
+        )
+
+    def _step_messages(self, branch: dict[str, Any], question: str) -> list[BaseMessage]:
         steps = branch.get("steps") or []
         scratch = render_agent_steps(steps)
-        msgs = self.prompts["agent_step"].format_messages(
+        return self.prompts["agent_step"].format_messages(
             graph_definition=self.graph_definition,
             question=question,
             scratchpad=(scratch + "\n") if scratch else "",
             step=len(steps) + 1,
         )
+
+    def _text_step(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
+        msgs = self._step_messages(branch, question)
         return invoke_llm(self.model, msgs, stop=["\nObservation"], **self.sampling(settings))
+
+    def think(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
+        if settings.get("decide", "rank") == "rank":
+            return self.think_ranked(branch, question, settings)
+        if self.mode == "tools":
+            return invoke_llm(self.bound, self._messages(branch, question), **self.sampling(settings))
+        return self._text_step(branch, question, settings)
 
     def _run_action(self, name: str, args: list[str]) -> tuple[str, list[Triple], list[str]]:
         """Observation, triples seen, entities retrieved; errors become the observation."""
@@ -277,6 +369,8 @@ class AgentInteraction(Interaction):
         calls = list(getattr(msg, "tool_calls", None) or [])
         triples: list[Triple] = []
         starts: list[str] = []
+        if isinstance(msg, AIMessage) and msg.additional_kwargs.get("ranked_step") is not None:
+            return self._ground_ranked(msg.additional_kwargs["ranked_step"], msg)
         if calls:
             step: dict[str, Any] = {"thought": text.strip(), "tool_calls": [], "observations": []}
             answers = None
@@ -332,15 +426,36 @@ class AgentInteraction(Interaction):
                 "NodeDegree[node, neighbor_type], Finish[answer]."
             )
             return {"step": step, "triples": [], "starts": [], "answers": None, "malformed": True}
+        return self._run_actions(step, parsed.actions)
+
+    def _run_actions(self, step: dict[str, Any], actions: list[tuple[str, list[str]]]) -> dict[str, Any]:
+        """Run a step's actions; the step records them, their observation and the nodes they reached."""
         observations = []
-        for name, args in parsed.actions:
+        triples: list[Triple] = []
+        starts: list[str] = []
+        nodes: list[str] = []
+        for name, args in actions:
             obs, t_, f_ = self._run_action(name, args)
             observations.append(obs)
             triples += t_
             starts += f_
-        step["action"] = ", ".join(f"{n}[{', '.join(a)}]" for n, a in parsed.actions)
+            nodes += f_ or [x for t in t_ for x in (t.head, t.tail) if x not in args]
+        step["action"] = render_actions(actions)
         step["observation"] = " ".join(observations)
+        step["nodes"] = list(dict.fromkeys(nodes))
         return {"step": step, "triples": triples, "starts": starts, "answers": None}
+
+    def _ground_ranked(self, ranked: dict[str, Any], msg: AIMessage) -> dict[str, Any]:
+        """A ranked step: its actions run as chosen (no parsing), or its Finish answers."""
+        step: dict[str, Any] = {"thought": ranked["thought"], "raw": str(msg.content)}
+        out: dict[str, Any]
+        if ranked["finish"] is not None:
+            step["action"] = f"Finish[{' | '.join(ranked['finish'])}]"
+            out = {"step": step, "triples": [], "starts": [], "answers": list(ranked["finish"])}
+        else:
+            out = self._run_actions(step, [(n, list(a)) for n, a in ranked["actions"]])
+        out["trace"] = {"ranking": msg.response_metadata.get("ranking")}
+        return out
 
 
 class ExploreInteraction(Interaction):
@@ -448,13 +563,16 @@ class ExploreInteraction(Interaction):
                 rels = self.box.neighbor_types(ent)
                 if not rels:
                     continue
-                msg = invoke_llm(
-                    self.model,
-                    self.prompts["explore_prune_relations"].format_messages(
-                        question=question, entity=entity_label(self.kg, ent), relations=", ".join(rels)
-                    ),
+                rel_prompt = self.prompts["explore_prune_relations"].format_messages(
+                    question=question, entity=entity_label(self.kg, ent), relations=", ".join(rels)
                 )
-                chosen = match_relations(parse_bracket_list(str(msg.content)), rels)[: self.max_relations]
+                if settings.get("decide", "rank") == "rank":
+                    ranking = rank(self.model, rel_prompt, [f"[{r}]" for r in rels])
+                    top_rels = ranked_answers(ranking, max_answers=self.max_relations, ratio=KEEP_RATIO)
+                    chosen = [r[1:-1] for r in top_rels]
+                else:
+                    msg = invoke_llm(self.model, rel_prompt)
+                    chosen = match_relations(parse_bracket_list(str(msg.content)), rels)[: self.max_relations]
                 rec["relations"][ent] = chosen
                 for rel in chosen:
                     inverse = rel.startswith(INVERSE_PREFIX)
@@ -465,16 +583,20 @@ class ExploreInteraction(Interaction):
                     tails = list(tl)
                     if len(tails) > 1:
                         labels = [entity_label(self.kg, t.other(ent)) for t in tails]
-                        msg = invoke_llm(
-                            self.model,
-                            self.prompts["explore_prune_entities"].format_messages(
-                                question=question,
-                                head_entity=entity_label(self.kg, ent),
-                                relation=rel,
-                                tail_entities=", ".join(labels),
-                            ),
+                        ent_prompt = self.prompts["explore_prune_entities"].format_messages(
+                            question=question,
+                            head_entity=entity_label(self.kg, ent),
+                            relation=rel,
+                            tail_entities=", ".join(labels),
                         )
-                        wanted = {w.casefold() for w in parse_bracket_list(str(msg.content))}
+                        if settings.get("decide", "rank") == "rank":
+                            distinct = list(dict.fromkeys(labels))
+                            ranking = rank(self.model, ent_prompt, [f"[{lab}]" for lab in distinct])
+                            best = ranked_answers(ranking, max_answers=self.keep_entities, ratio=KEEP_RATIO)
+                            wanted = {b[1:-1].casefold() for b in best}
+                        else:
+                            msg = invoke_llm(self.model, ent_prompt)
+                            wanted = {w.casefold() for w in parse_bracket_list(str(msg.content))}
                         kept = [t for t, lab in zip(tails, labels, strict=True) if lab.casefold() in wanted]
                         if not kept:  # nothing usable selected: keep a bounded prefix, say so
                             kept = tails[: self.keep_entities]
@@ -487,16 +609,16 @@ class ExploreInteraction(Interaction):
                             seen.append(other)
             trace.append(rec)
             triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
-            msg = invoke_llm(
-                self.model,
-                self.prompts["explore_end"].format_messages(
-                    question=question,
-                    thoughts=thought,
-                    triples="\n".join(triple_text(self.kg, t) for t in triples) or "(none)",
-                    attributes="(none)",
-                ),
+            end_prompt = self.prompts["explore_end"].format_messages(
+                question=question,
+                thoughts=thought,
+                triples="\n".join(triple_text(self.kg, t) for t in triples) or "(none)",
+                attributes="(none)",
             )
-            rec["end"] = parse_yes(str(msg.content))
+            if settings.get("decide", "rank") == "rank":
+                rec["end"] = rank(self.model, end_prompt, ["[Yes]", "[No]"]).best == "[Yes]"
+            else:
+                rec["end"] = parse_yes(str(invoke_llm(self.model, end_prompt).content))
             if rec["end"]:
                 break
         return list(dict.fromkeys(found)), seen, trace

@@ -49,6 +49,7 @@ from langgraph.types import Send
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
+from kg_agents.core.decide import answer_candidates, ground_answers, rank
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import resolve_entities, verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
@@ -67,6 +68,7 @@ __all__ = [
     "GraphCoTDeps",
     "answer",
     "answer_paths",
+    "candidate_answers",
     "child_branch",
     "collect",
     "collect_merged",
@@ -265,7 +267,7 @@ def expand(deps: GraphCoTDeps, payload: dict[str, Any]) -> dict[str, Any]:
     parent, settings, question = payload["parent"], payload["settings"], payload["question"]
     cid = f"{parent['id']}.{payload['j'] + 1}"
     try:
-        out = method.think(parent, question, settings)
+        out = method.think(parent, question, {**settings, "candidate": payload["j"]})
         grounded = method.ground(parent, out, question, settings)
     except KGAgentsError as exc:
         return error_update("expand", exc)
@@ -397,9 +399,13 @@ def route_evaluate(state: GraphCoTState) -> Any:
         if len(cands) <= settings["t_eff"]:
             continue
         if settings["evaluator"] == "score":
-            sends += [Send("score", {"question": state["question"], "cand": c}) for c in cands]
+            sends += [
+                Send("score", {"question": state["question"], "cand": c, "decide": settings.get("decide")})
+                for c in cands
+            ]
         else:
-            sends.append(Send("vote", {"question": state["question"], "group": group, "cands": cands}))
+            payload = {"question": state["question"], "group": group, "cands": cands}
+            sends.append(Send("vote", {**payload, "decide": settings.get("decide")}))
     return sends or "select"
 
 
@@ -408,13 +414,20 @@ def score(deps: GraphCoTDeps, payload: dict[str, Any]) -> dict[str, Any]:
     """The Score vote of one candidate: a probability in [0, 1] (0 when unreadable or failed)."""
     method = deps.interaction
     cand = payload["cand"]
+    messages = method.prompts["score_vote"].format_messages(
+        question=payload["question"], thoughts=method.chain_text(cand)
+    )
     try:
-        msg = invoke_llm(
-            method.model,
-            method.prompts["score_vote"].format_messages(
-                question=payload["question"], thoughts=method.chain_text(cand)
-            ),
-        )
+        if (payload.get("decide") or "rank") == "rank":
+            # the expected value of the score under the model's distribution over the ten grades
+            grades = [f"{g / 10:.1f}" for g in range(11)]
+            probs = rank(method.model, messages, grades).probabilities()
+            value: float | None = round(sum(p * g / 10 for g, p in enumerate(probs)), 4)
+            return {
+                "scores": {cand["id"]: value},
+                "trace": [{"node": "score", "id": cand["id"], "score": value}],
+            }
+        msg = invoke_llm(method.model, messages)
     except KGAgentsError as exc:  # the state keeps score 0 and the run goes on
         return {"scores": {cand["id"]: 0.0}, **error_update("score", exc)}
     value = parse_score(str(msg.content))
@@ -431,14 +444,15 @@ def vote(deps: GraphCoTDeps, payload: dict[str, Any]) -> dict[str, Any]:
     method = deps.interaction
     cands = payload["cands"]
     choices = "\n\n".join(f"Choice {i}:\n{method.chain_text(c)}" for i, c in enumerate(cands, 1))
+    messages = method.prompts["select_vote"].format_messages(question=payload["question"], choices=choices)
     try:
-        msg = invoke_llm(
-            method.model,
-            method.prompts["select_vote"].format_messages(question=payload["question"], choices=choices),
-        )
+        if (payload.get("decide") or "rank") == "rank":
+            ranking = rank(method.model, messages, [f"Choice {i}" for i in range(1, len(cands) + 1)])
+            ranked = [i + 1 for i in ranking.order()]
+        else:
+            ranked = parse_selection(str(invoke_llm(method.model, messages).content), len(cands))
     except KGAgentsError as exc:  # generation order is kept and the run goes on
         return error_update("vote", exc)
-    ranked = parse_selection(str(msg.content), len(cands))
     order = [cands[i - 1]["id"] for i in ranked]
     order += [c["id"] for c in cands if c["id"] not in order]
     return {
@@ -490,6 +504,7 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
     frontier = state.get("frontier") or []
     use_score = settings.get("evaluator") == "score" and settings.get("strategy") != "cot"
     best: dict[str, Any] | None = None
+    info: dict[str, Any] = {}
     if finished:
         best = max(finished, key=lambda c: c.get("score") or 0.0) if use_score else finished[0]
         answers = list(best.get("answers") or [])
@@ -502,17 +517,23 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
             best = max(pool, key=lambda c: c.get("score") or 0.0) if use_score else pool[0]
             chain = method.chain_text(best) or "(none)"
             how = "budget spent: final answer from the best chain"
+            messages = method.prompts["final_answer"].format_messages(question=state["question"], chain=chain)
             try:
-                msg = invoke_llm(
-                    method.model,
-                    method.prompts["final_answer"].format_messages(question=state["question"], chain=chain),
-                )
-                answers = parse_answers(str(msg.content))
+                if settings.get("decide", "rank") == "rank":
+                    labels = list(candidate_answers(method, best))
+                    if labels:
+                        ranking = rank(method.model, messages, labels, prefix="Answer: ")
+                        answers = [ranking.best] if ranking.best else []
+                        info["ranking"] = ranking.as_trace(top=5)
+                else:
+                    answers = parse_answers(str(invoke_llm(method.model, messages).content))
             except KGAgentsError as exc:
                 failed = error_update("answer", exc)
                 return {"answers": [], "paths": [], **failed}
     answers = [a for a in answers if a][:20]
-    paths = answer_paths(method, best, answers) if best else []
+    # every answer is a node the chain reached, on a verified path from a start: the rest is dropped
+    candidates = candidate_answers(method, best) if best else {}
+    answers, paths, dropped = ground_answers(answers, candidates)
     update = verified_paths_update(method.kg, paths)
     evidence = [triple_text(method.kg, t) for t in (best.get("triples") or [])] if best else []
     update["trace"] = [
@@ -521,10 +542,22 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
             "best": best["id"] if best else None,
             "how": how,
             "levels": state.get("level", 0),
+            "dropped": dropped,
+            **info,
         },
         *update["trace"],
     ]
     update.update(answers=answers, evidence=evidence[:100])
     if not answers:
-        update["errors"] = [error_record("answer", f"no answer ({how})", type="NoAnswer")]
+        kind = "UngroundedAnswer" if dropped else "NoAnswer"
+        update["errors"] = [error_record("answer", f"no answer on a path the chain saw ({how})", type=kind)]
     return update
+
+
+def candidate_answers(interaction: Interaction, branch: dict[str, Any]) -> dict[str, list[Path]]:
+    """The nodes a branch's triples connect to its start entities (shortest paths), by label."""
+    triples = list(dict.fromkeys(branch.get("triples") or []))
+    starts = list(branch.get("starts") or [])
+    ends = {x for t in triples for x in (t.head, t.tail)} - set(starts)
+    paths = support_paths(starts, triples, ends, max_hops=PATH_HOPS, shortest=True)
+    return answer_candidates(interaction.kg.label, paths, exclude=starts)

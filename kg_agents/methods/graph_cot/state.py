@@ -54,6 +54,7 @@ class GraphCoTContext:
         depth: tree depth D (ToT/GoT).
         max_steps: chain length n (CoT).
         search_depth: KG search depth d (``graph_explore``).
+        decide: ``rank`` (choices ranked by the model's log-probability) or ``generate`` (written).
     """
 
     strategy: Strategy | None = None
@@ -63,6 +64,7 @@ class GraphCoTContext:
     depth: int | None = None
     max_steps: int | None = None
     search_depth: int | None = None
+    decide: Literal["rank", "generate"] | None = None
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
@@ -80,7 +82,10 @@ def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
         "depth": ctx.depth,
         "max_steps": ctx.max_steps,
         "search_depth": ctx.search_depth,
+        "decide": ctx.decide or "rank",
     }
+    if s["decide"] not in ("rank", "generate"):
+        raise ConfigError(f"decide must be 'rank' or 'generate', got {s['decide']!r}")
     if s["strategy"] not in STRATEGIES:
         raise ConfigError(f"strategy must be one of {STRATEGIES}, got {s['strategy']!r}")
     if s["evaluator"] not in EVALUATORS:

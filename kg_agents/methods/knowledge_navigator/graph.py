@@ -49,6 +49,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from kg_agents.core.decide import Decide
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -112,6 +113,11 @@ class KnowledgeNavigatorContext:
         select_max_tokens: most new tokens of a relation choice (passed as ``max_tokens``).
         variants_max_tokens: most new tokens per similar question asked for.
         answer_max_tokens: most new tokens of the answer.
+        decide: ``"rank"``: the model ranks each hop's candidate relations (the top ``K`` are a
+            variant's vote) and the reached entities for the answer; ``"generate"``: it writes them
+            (the paper's prompts).
+        answer_ratio: ranked answers: the best entity and those whose probability is at least this
+            share of the best one's.
     """
 
     hops: int | None = None
@@ -131,6 +137,8 @@ class KnowledgeNavigatorContext:
     select_max_tokens: int | None = None
     variants_max_tokens: int | None = None
     answer_max_tokens: int | None = None
+    decide: Decide | None = None
+    answer_ratio: float | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -176,6 +184,8 @@ def create_knowledge_navigator_graph(
     select_max_tokens: int = 16,
     variants_max_tokens: int = 40,
     answer_max_tokens: int = 160,
+    decide: Decide = "rank",
+    answer_ratio: float = 0.5,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -200,8 +210,10 @@ def create_knowledge_navigator_graph(
         fanout_limit: at most this many triples per (entity, relation, direction); hits are traced.
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
-            select_max_tokens, variants_max_tokens, answer_max_tokens: the defaults of the per-run
-            options, see :class:`KnowledgeNavigatorContext`.
+            select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio: the
+            defaults of the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"``
+            (default) ranks relations and answers by the model's log-probability (relations with the
+            ``select_relations_rank`` prompt); ``"generate"`` is the paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
         select_prompt: the ``select_relations`` prompt.
         reason_prompt: the ``reason`` prompt, also used for few-shot reasoning unless ``prompts`` names
@@ -245,6 +257,8 @@ def create_knowledge_navigator_graph(
         select_max_tokens=select_max_tokens,
         variants_max_tokens=variants_max_tokens,
         answer_max_tokens=answer_max_tokens,
+        decide=decide,
+        answer_ratio=answer_ratio,
     )
     bad = check_context(defaults)
     if bad:

@@ -9,7 +9,7 @@ a ``KnowledgeNavigatorContext``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,10 +18,11 @@ from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
+from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, halted, no_answer_error
-from kg_agents.errors import KGAgentsError
+from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import Direction, Path, Triple, check_direction
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
@@ -50,6 +51,8 @@ __all__ = [
     "entity_depths",
     "expand",
     "hop_classifier",
+    "parse_answers_lines",
+    "rank_options_text",
     "reason",
     "select_relations",
     "verbalise_knowledge",
@@ -89,6 +92,30 @@ class KnowledgeNavigatorDeps:
 
 
 # --------------------------------------------------------------------------- helpers
+def rank_options_text(options: Sequence[tuple[str, str]], entity: str) -> list[str]:
+    """Candidate relations as ranked replies: ``entity → words`` out of it, ``words → entity`` into it.
+
+    Example:
+        >>> rank_options_text([("directed_by", "out"), ("directed_by", "in")], "Splash")
+        ['Splash → directed by', 'directed by → Splash']
+    """
+    texts = [
+        f"{entity} → {relation_words(r)}" if d == "out" else f"{relation_words(r)} → {entity}"
+        for r, d in options
+    ]
+    seen: dict[str, int] = {}
+    for i, t in enumerate(texts):  # distinct ids with the same words stay distinct options
+        seen[t] = seen.get(t, 0) + 1
+        if seen[t] > 1:
+            texts[i] = f"{t} ({options[i][0]})"
+    return texts
+
+
+def parse_answers_lines(text: str) -> list[str]:
+    """The ranked route's answers: one label per line."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def check_context(ctx: Any) -> str | None:
     """A message naming the first bad option of a (merged) ``KnowledgeNavigatorContext``, or None."""
     if ctx.knowledge_format not in KNOWLEDGE_FORMATS:
@@ -100,6 +127,12 @@ def check_context(ctx: Any) -> str | None:
         return "num_variants and max_llm_calls must not be negative"
     if ctx.hops is not None and int(ctx.hops) < 1:
         return f"hops must be at least 1 or None (got {ctx.hops!r})"
+    if ctx.decide not in DECIDE_MODES:
+        return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
+    try:
+        check_ratio(ctx.answer_ratio)
+    except ConfigError as exc:
+        return str(exc)
     return None
 
 
@@ -253,6 +286,14 @@ def select_relations(
             listing = "\n".join(f"{i + 1}. {o}" for i, o in enumerate(options))
             choices = []
             for q in voters:
+                if ctx.decide == "rank":
+                    ranking = rank(
+                        deps.llm,
+                        deps.prompts["select_relations_rank"].format_messages(question=q, entity=name),
+                        rank_options_text(options_rd, name),
+                    )
+                    choices.append(ranking.order()[: ctx.top_k])
+                    continue
                 msg = invoke_llm(
                     deps.llm,
                     deps.prompts["select_relations"].format_messages(
@@ -406,18 +447,28 @@ def verbalise_knowledge(
 def reason(
     deps: KnowledgeNavigatorDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None
 ) -> dict[str, Any]:
-    """The LLM answers from the knowledge only."""
+    """The LLM answers from the knowledge only: it ranks the entities the last hop reached
+    (``decide="rank"``), or writes its answer (``"generate"``)."""
     ctx = run_context(runtime, deps.defaults)
     template = deps.prompts["reason_fewshot" if ctx.fewshot else "reason"]
     knowledge = state.get("knowledge") or "(no knowledge found)"
-    msg = invoke_llm(
-        deps.llm,
-        template.format_messages(question=state["question"], knowledge=knowledge),
-        max_tokens=ctx.answer_max_tokens,
-    )
+    messages = template.format_messages(question=state["question"], knowledge=knowledge)
+    if ctx.decide == "rank":
+        parents = state.get("parents") or {}
+        topics = set(state.get("topic_entities") or [])
+        depths = entity_depths(parents, topics)
+        deepest = max(depths.values(), default=0)
+        labels = list(dict.fromkeys(deps.kg.label(e) for e, d in depths.items() if d == deepest and d > 0))
+        if not labels:
+            return {"raw_answer": "", "trace": [{"node": "reason", "decide": "rank", "candidates": 0}]}
+        ranking = rank(deps.llm, messages, labels, prefix="Answer: ")
+        answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+        info = {"node": "reason", "decide": "rank", "candidates": len(labels), **ranking.as_trace()}
+        return {"raw_answer": "\n".join(answers), "trace": [info]}
+    msg = invoke_llm(deps.llm, messages, max_tokens=ctx.answer_max_tokens)
     return {
         "raw_answer": str(msg.content),
-        "trace": [{"node": "reason", "raw": str(msg.content), "fewshot": ctx.fewshot}],
+        "trace": [{"node": "reason", "decide": "generate", "raw": str(msg.content), "fewshot": ctx.fewshot}],
     }
 
 
@@ -436,10 +487,12 @@ def answer(
     by_label: dict[str, list[str]] = {}
     for e, lab in labels.items():
         by_label.setdefault(lab.lower(), []).append(e)
-    answers = parsed
+    answers = parse_answers_lines(state.get("raw_answer") or "") if ctx.decide == "rank" else parsed
     if ctx.ground_answers:
-        answers = ground_answers(parsed, labels, entity_depths(parents, topics), topics)
-    answers = answers[: ctx.max_answers]
+        answers = ground_answers(answers, labels, entity_depths(parents, topics), topics)
+    # every answer is a retrieved entity: text naming none is dropped (and traced)
+    dropped = [a for a in answers if a.lower() not in by_label]
+    answers = list(dict.fromkeys(a for a in answers if a.lower() in by_label))[: ctx.max_answers]
     paths: list[Path] = []
     for a in answers:
         for e in by_label.get(a.lower(), []):
@@ -458,7 +511,7 @@ def answer(
             "node": "answer",
             "parsed": parsed,
             "answers": answers,
-            "unmatched": [a for a in answers if a.lower() not in by_label],
+            "dropped": dropped,
         },
         *update["trace"],
     ]

@@ -103,7 +103,7 @@ def test_graph_rag_answer_verifies_the_paths_to_the_answer():
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
     assert DIRECTED_TEXT in deps.model.prompts[0]
     no = graph_rag_answer(rag_deps(reply=""), {**SPLASH, "triples": []}, None)
-    assert no["errors"][0]["type"] == "NoAnswer"
+    assert no["errors"][0]["type"] == "NoCandidate" and no["answers"] == []
 
 
 def test_text_rag_nodes_with_a_hashing_encoder():

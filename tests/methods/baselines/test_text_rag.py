@@ -46,7 +46,11 @@ def test_text_rag_candidate_budget_and_hallucinated_answer(kg, encoder):
     out = g.invoke({"question": "who directed Splash", "topic_entities": ["Splash"]})
     retrieve = next(t for t in out["trace"] if t["node"] == "retrieve")
     assert retrieve["candidates"] == 2 and retrieve["candidates_truncated"] is True
-    assert out["answers"] == ["Steven Spielberg"] and out["paths"] == []
+    # the model names no retrieved entity: nothing is answered, and the reply is in the trace
+    assert out["answers"] == [] and out["paths"] == []
+    step = next(t for t in out["trace"] if t["node"] == "answer")
+    assert step["matched"] is False and step["raw"] == "Answer: Steven Spielberg"
+    assert [e["type"] for e in out["errors"]] == ["UngroundedAnswer"]
 
 
 def test_text_rag_whole_kg_index_is_persisted(kg, encoder, tmp_path):

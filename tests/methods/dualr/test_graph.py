@@ -95,13 +95,35 @@ def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
     assert "(Splash, directed_by, Ron Howard)" in lines[0]
 
 
-def test_free_answer_when_no_option_fits(kg, checkpoint):
+@pytest.mark.parametrize("decide", ["rank", "generate"])
+def test_a_free_answer_naming_no_candidate_is_dropped_and_traced(kg, checkpoint, decide):
     llm = FakeChat(replies=["None of these. Answer: Steven Spielberg"])
+    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, decide=decide).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    )
+    assert out["answers"] == [] and out["paths"] == []
+    step = next(t for t in out["trace"] if t["node"] == "determine_answer")
+    assert step["choice"] is None and "Steven Spielberg" in str(step)
+    assert out["usage"]["llm_calls"] == 1 and out["errors"][-1]["node"] == "determine_answer"
+
+
+def test_ranked_answer_follows_the_option_logprobs(kg, checkpoint):
+    def scores(text: str, options: list[str]) -> list[float]:  # the last option is the likeliest
+        return [float(i) for i in range(len(options))]
+
+    llm = FakeChat(logprobs=scores)
     out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     )
-    assert out["answers"] == ["Steven Spielberg"] and out["paths"] == []
-    assert out["usage"]["llm_calls"] == 1
+    step = next(t for t in out["trace"] if t["node"] == "determine_answer")
+    n = len(step["probabilities"])
+    assert (
+        step["route"] == "logprobs" and step["choice"] == "ABCDEFGHIJ"[n - 1] and llm.calls["logprobs"] == 1
+    )
+    assert step["probabilities"] == sorted(step["probabilities"]) and step["top"][0][0] == step["choice"]
+    # the letters are what is scored (the start of the reply "Answer: <letter>")
+    assert all(len(option) == 1 for option, _ in step["top"])
+    assert len(out["answers"]) == 1 and [p.end for p in out["paths"]] == out["answers"]  # ids are labels
 
 
 def test_errors_end_the_graph_without_llm_calls(kg, checkpoint):

@@ -11,6 +11,7 @@ from kg_agents.core.metering import MeteredKG
 from kg_agents.core.prompts import load_prompt
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
+from kg_agents.kg.base import Path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.gcr.graph import GCRContext, create_gcr_graph
 from kg_agents.methods.gcr.nodes import (
@@ -34,6 +35,7 @@ DECODED = [
     {"path": "Splash -> directed_by -> Ron Howard", "hypothesis": "Ron Howard"},
     {"path": "Splash -> starred_actors -> Tom Hanks", "hypothesis": "Tom Hanks"},
 ]
+VERIFIED = {"decoded": DECODED, "paths": [Path.from_text(d["path"]) for d in DECODED]}
 
 
 @pytest.fixture
@@ -47,7 +49,7 @@ def deps():
         decode_template=load_prompt("gcr", "decode_zero_shot"),
         reason_template=load_prompt("gcr", "reason"),
         constrained=True,
-        defaults=GCRContext(num_beams=4, max_hops=2, max_answers=10),
+        defaults=GCRContext(num_beams=4, max_hops=2, max_answers=10, decide="generate", answer_ratio=0.5),
     )
 
 
@@ -95,17 +97,33 @@ def test_verify_counts_unparsable_and_foreign_paths(deps):
 
 
 def test_reason_with_the_general_model_drops_path_lines(deps):
-    out = reason(deps, {**SPLASH, "decoded": DECODED}, None)
+    out = reason(deps, {**SPLASH, **VERIFIED}, None)
     assert out["answers"] == ["Ron Howard"] and out["trace"][0]["mode"] == "general_llm"
     assert deps.general.calls["Splash"] == 1 and "# Answer: Tom Hanks" in deps.general.prompts[0]
 
 
 def test_reason_vote_and_max_answers_of_the_run(deps):
     voting = dataclasses.replace(deps, general=None)
-    out = reason(voting, {**SPLASH, "decoded": DECODED}, Runtime(context=GCRContext(max_answers=1)))
+    out = reason(voting, {**SPLASH, **VERIFIED}, Runtime(context=GCRContext(max_answers=1)))
     assert out["answers"] == ["Ron Howard"] and out["trace"][0]["mode"] == "vote"
     empty = reason(voting, {**SPLASH, "decoded": [{"path": "a -> r -> b", "hypothesis": ""}]}, None)
-    assert empty["answers"] == [] and empty["errors"][0]["type"] == "NoAnswer"
+    assert empty["answers"] == [] and empty["errors"][0]["type"] == "NoPath"
+    # a hypothesis no verified path ends at is dropped; the vote falls back to the paths' endpoints
+    stray = [{"path": DECODED[1]["path"], "hypothesis": "Steven Spielberg"}]
+    out = reason(voting, {**SPLASH, "decoded": stray, "paths": VERIFIED["paths"][1:]}, None)
+    assert out["answers"] == ["Tom Hanks"] and out["trace"][0]["dropped"] == ["Steven Spielberg"]
+
+
+def test_reason_ranks_the_candidates_by_logprobs(deps):
+    general = FakeChat(logprobs={"Tom Hanks": -0.1, "Ron Howard": -3.0})
+    out = reason(
+        dataclasses.replace(deps, general=general),
+        {**SPLASH, **VERIFIED},
+        Runtime(context={"decide": "rank"}),
+    )
+    step = out["trace"][0]
+    assert out["answers"] == ["Tom Hanks"] and step["route"] == "logprobs" and general.calls["logprobs"] == 1
+    assert out["usage"]["llm_calls"] == 1
 
 
 def test_end_empty_records_once():

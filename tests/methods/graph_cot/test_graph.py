@@ -84,7 +84,9 @@ def paper_merge_calls(k: int, t: int, depth: int) -> int:
 )
 def test_agent_llm_calls_match_table5(strategy, evaluator, k, t, depth):
     llm = text_chat(agent_rules())
-    g = create_graph_agent_graph(KG, llm=llm, strategy=strategy, evaluator=evaluator, k=k, t=t, depth=depth)
+    g = create_graph_agent_graph(
+        KG, decide="generate", llm=llm, strategy=strategy, evaluator=evaluator, k=k, t=t, depth=depth
+    )
     out = g.invoke(Q)
     gen = paper_generation_calls(k, t, depth)
     merges = paper_merge_calls(k, t, depth) if strategy == "got" else 0
@@ -106,7 +108,7 @@ def test_agent_llm_calls_match_table5(strategy, evaluator, k, t, depth):
 
 def test_cot_step_budget_ends_with_best_answer():
     llm = text_chat(agent_rules())
-    out = create_graph_agent_graph(KG, llm=llm, max_steps=4).invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", llm=llm, max_steps=4).invoke(Q)
     assert llm.calls[STEP] == 4 and llm.calls[FINAL] == 1
     assert llm.calls[SCORE] == llm.calls[VOTE] == 0  # CoT: no evaluation
     assert out["usage"]["llm_calls"] == 5 == expected_llm_calls("cot", "score", 1, 1, 1, max_steps=4)["total"]
@@ -116,7 +118,7 @@ def test_cot_step_budget_ends_with_best_answer():
 
 def test_cot_default_budget_is_ten_steps():
     llm = text_chat(agent_rules())
-    out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", llm=llm).invoke(Q)
     assert llm.calls[STEP] == 10 and out["answers"] == ["Ron Howard"]
 
 
@@ -129,7 +131,7 @@ def test_finish_stops_the_chain_early():
         )
 
     llm = text_chat(agent_rules(step=step))
-    out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", llm=llm).invoke(Q)
     assert llm.calls[STEP] == 2 and llm.calls[FINAL] == 0
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
@@ -153,7 +155,7 @@ def test_malformed_actions_become_observations_and_the_loop_goes_on():
         prompts.append(prompt)
         return next(replies)
 
-    out = create_graph_agent_graph(KG, llm=text_chat(agent_rules(step=step))).invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", llm=text_chat(agent_rules(step=step))).invoke(Q)
     assert out["answers"] == ["Ron Howard"] and out["errors"] == []
     exp = _trace(out, "expand")
     assert [bool(t.get("malformed")) for t in exp] == [True, True, False, False, False]
@@ -168,9 +170,11 @@ def test_unknown_node_observation_names_close_matches():
     replies = iter(["Action: NeighborCheck[Splsh, directed_by]", "Action: Finish[Ron Howard]"])
     prompts: list[str] = []
     llm = text_chat(agent_rules(step=lambda p: (prompts.append(p), next(replies))[1]))
-    out = create_graph_agent_graph(KG, llm=llm).invoke({"question": "who directed Splash"})
+    out = create_graph_agent_graph(KG, decide="generate", llm=llm).invoke({"question": "who directed Splash"})
     assert "There is no node 'Splsh' in the graph. Closest nodes: 'Splash'" in prompts[1]
-    assert out["answers"] == ["Ron Howard"] and out["paths"] == []  # never saw a triple: no path
+    # the chain never reached Ron Howard: its Finish answer is dropped, and said so
+    assert out["answers"] == [] and out["paths"] == []
+    assert _trace(out, "answer")[0]["dropped"] == ["Ron Howard"]
 
 
 # --------------------------------------------------------------------------- selection and merge
@@ -193,12 +197,13 @@ def test_selection_vote_keeps_the_chosen_choice():
         return "Choice 1 is weak. The best choice is 2"
 
     llm = text_chat(agent_rules(step=_distinct_finishers(), vote=vote))
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=3).invoke(
-        Q
-    )
+    out = create_graph_agent_graph(
+        KG, decide="generate", llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=3
+    ).invoke(Q)
     assert llm.calls[VOTE] == 1 and llm.calls[STEP] == 3  # all finished at depth 1: nothing expanded further
     chosen = re.search(r"Choice 2:\n.*?Finish\[(Answer\d)\]", seen[0], re.S).group(1)
-    assert out["answers"] == [chosen]
+    # the chosen chain's answer names no node it reached: it is dropped, and said so
+    assert out["answers"] == [] and _trace(out, "answer")[0]["dropped"] == [chosen]
     assert _trace(out, "select")[0]["kept"] == ["r.2"]
     assert _trace(out, "vote")[0]["ranking"][:2] == ["r.2", "r.1"]
 
@@ -208,11 +213,11 @@ def test_score_vote_keeps_the_highest_scores():
         return "0.9" if "Finish[Answer2]" in prompt else ("0.6" if "Finish[Answer3]" in prompt else "0.1")
 
     llm = text_chat(agent_rules(step=_distinct_finishers(), score=score))
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="score", k=3, t=2, depth=2).invoke(
-        Q
-    )
+    out = create_graph_agent_graph(
+        KG, decide="generate", llm=llm, strategy="tot", evaluator="score", k=3, t=2, depth=2
+    ).invoke(Q)
     assert llm.calls[SCORE] == 3
-    assert out["answers"] == ["Answer2"]
+    assert out["answers"] == [] and _trace(out, "answer")[0]["dropped"] == ["Answer2"]
     scores = {t["id"]: t["score"] for t in _trace(out, "score")}
     assert sorted(scores.values()) == [0.1, 0.6, 0.9]
     kept = _trace(out, "select")[0]["kept"]
@@ -226,9 +231,9 @@ def test_got_merge_has_both_parents_and_can_win():
     llm = text_chat(
         agent_rules(score=score, merge="Thought: merging both.\nAction: Finish[Ron Howard]"),
     )
-    out = create_graph_agent_graph(KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=2).invoke(
-        Q
-    )
+    out = create_graph_agent_graph(
+        KG, decide="generate", llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=2
+    ).invoke(Q)
     merges = _trace(out, "merge")
     assert [m["parents"] for m in merges] == [["r.1", "r.2"]]
     assert merges[0]["id"] == "r.1+r.2" and merges[0]["done"] is True
@@ -241,7 +246,9 @@ def test_got_merge_has_both_parents_and_can_win():
 
 def test_depth_limit_for_tot():
     llm = text_chat(agent_rules())
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=2, max_steps=10).invoke(Q)
+    out = create_graph_agent_graph(
+        KG, decide="generate", llm=llm, strategy="tot", k=2, t=1, depth=2, max_steps=10
+    ).invoke(Q)
     assert _levels(out) == {1: 2, 2: 2}
     assert _trace(out, "answer")[0]["levels"] == 2
 
@@ -266,7 +273,7 @@ def test_agent_with_bound_tools():
             AIMessage(content="Found it.", tool_calls=[_call("Finish", {"answers": ["Ron Howard"]}, "c4")]),
         ],
     )
-    out = create_graph_agent_graph(KG, llm=model, action_mode="tools").invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", llm=model, action_mode="tools").invoke(Q)
     assert _trace(out, "prepare")[0]["mode"] == "tools"
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
@@ -283,13 +290,15 @@ def test_agent_with_bound_tools():
 
 def test_tool_model_answering_in_text_finishes():
     model = FakeChat(replies=[AIMessage(content="Answer: Ron Howard")])
-    out = create_graph_agent_graph(KG, llm=model).invoke(Q)
-    assert out["answers"] == ["Ron Howard"] and out["usage"]["llm_calls"] == 1
+    out = create_graph_agent_graph(KG, decide="generate", llm=model).invoke(Q)
+    # it finished at once, before reaching any node: nothing grounded, one call
+    assert out["usage"]["llm_calls"] == 1 and _trace(out, "answer")[0]["how"] == "finished"
+    assert out["answers"] == [] and _trace(out, "answer")[0]["dropped"] == ["Ron Howard"]
 
 
 def test_tools_mode_needs_a_tool_calling_model():
     with pytest.raises(ConfigError, match="does not support tool calling"):
-        create_graph_agent_graph(KG, llm=FakeChat(tools=False), action_mode="tools")
+        create_graph_agent_graph(KG, decide="generate", llm=FakeChat(tools=False), action_mode="tools")
 
 
 # --------------------------------------------------------------------------- graph_explore
@@ -301,7 +310,9 @@ def _thought(prompt):
 
 def test_explore_cot_one_hop():
     llm = text_chat(explore_rules(_thought))
-    out = create_graph_explore_graph(KG, llm=llm).invoke({"question": "who directed [Splash]"})
+    out = create_graph_explore_graph(KG, decide="generate", llm=llm).invoke(
+        {"question": "who directed [Splash]"}
+    )
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
     # thought, extract, prune relations, End? (one tail: no entity pruning), then the finishing thought
@@ -328,7 +339,9 @@ def test_explore_search_depth_visited_set_and_fanout():
             end=lambda _: next(ends),
         ),
     )
-    g = create_graph_explore_graph(KG, llm=llm, search_depth=3, fanout_limit=3, keep_entities=2)
+    g = create_graph_explore_graph(
+        KG, decide="generate", llm=llm, search_depth=3, fanout_limit=3, keep_entities=2
+    )
     out = g.invoke({"question": "who directed the [Tom Hanks] film Big"})
     search = _trace(out, "expand")[0]["search"]
     assert [s["entities"] for s in search] == [["Tom Hanks"], ["Splash", "Big"]]  # Tom Hanks not revisited
@@ -345,7 +358,7 @@ def test_explore_tot_and_got_counts():
     # Every step: thought, extract, prune relations, End? = 4 calls; ToT k=2 t=1 D=2: 4 states expanded.
     llm = text_chat(explore_rules(lambda p: "I need the director of Splash."))
     out = create_graph_explore_graph(
-        KG, llm=llm, strategy="tot", evaluator="select", k=2, t=1, depth=2
+        KG, decide="generate", llm=llm, strategy="tot", evaluator="select", k=2, t=1, depth=2
     ).invoke(Q)
     assert llm.calls[THOUGHT] == 4 == paper_generation_calls(2, 1, 2)
     assert llm.calls[VOTE] == 2 and llm.calls[FINAL] == 1
@@ -368,7 +381,7 @@ def test_explore_tot_and_got_counts():
 
     llm = text_chat(explore_rules(lambda p: "I need the director of Splash."))
     out = create_graph_explore_graph(
-        KG, llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=1
+        KG, decide="generate", llm=llm, strategy="got", evaluator="score", k=2, t=1, depth=1
     ).invoke(Q)
     assert llm.calls[MERGE] == 1 and llm.calls[SCORE] == 3
     assert out["answers"] == ["Ron Howard"] and _trace(out, "select")[0]["kept"] == ["r.1"]
@@ -377,11 +390,11 @@ def test_explore_tot_and_got_counts():
 # --------------------------------------------------------------------------- contract
 def test_bad_options_and_bad_input():
     with pytest.raises(ConfigError, match="strategy must be one of"):
-        create_graph_agent_graph(KG, llm=FakeChat(tools=False), strategy="bfs")
+        create_graph_agent_graph(KG, decide="generate", llm=FakeChat(tools=False), strategy="bfs")
     with pytest.raises(ConfigError, match="k must be a positive integer"):
-        create_graph_explore_graph(KG, llm=FakeChat(tools=False), k=0)
+        create_graph_explore_graph(KG, decide="generate", llm=FakeChat(tools=False), k=0)
     llm = text_chat(agent_rules())
-    g = create_graph_agent_graph(KG, llm=llm)
+    g = create_graph_agent_graph(KG, decide="generate", llm=llm)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and list(map(error_text, out["errors"])) == [
         "prepare: EmptyQuestion: empty question"
@@ -393,7 +406,7 @@ def test_bad_options_and_bad_input():
 
 def test_context_overrides_and_registry():
     llm = text_chat(agent_rules())
-    g = create_graph("graph_agent", KG, llm=llm, strategy="cot")
+    g = create_graph("graph_agent", KG, decide="generate", llm=llm, strategy="cot")
     out = g.invoke(Q, context={"strategy": "tot", "evaluator": "select", "k": 2, "t": 1, "depth": 2})
     assert llm.calls[STEP] == 4 and llm.calls[VOTE] == 2
     assert _trace(out, "prepare")[0]["strategy"] == "tot"
@@ -402,7 +415,9 @@ def test_context_overrides_and_registry():
 
 def test_run_context_setting_one_field_keeps_the_factory_options():
     llm = text_chat(agent_rules())
-    g = create_graph_agent_graph(KG, llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=2)
+    g = create_graph_agent_graph(
+        KG, decide="generate", llm=llm, strategy="tot", evaluator="select", k=3, t=1, depth=2
+    )
     out = g.invoke(Q, context={"k": 2})
     prep = _trace(out, "prepare")[0]
     assert (prep["strategy"], prep["evaluator"]) == ("tot", "select")  # not reset to the defaults
@@ -415,18 +430,22 @@ def test_run_context_setting_one_field_keeps_the_factory_options():
 def test_prompt_overrides_by_name(tmp_path):
     final = tmp_path / "final.txt"
     final.write_text("### human\nOut of steps. {question}\n{chain}\nANSWER NOW", encoding="utf-8")
-    llm = text_chat([("ANSWER NOW", "Answer: Penny Marshall"), *agent_rules()])
-    g = create_graph_agent_graph(KG, llm=llm, max_steps=1, prompts={"final_answer": final})
+    llm = text_chat([("ANSWER NOW", "Answer: Ron Howard"), *agent_rules()])
+    g = create_graph_agent_graph(KG, decide="generate", llm=llm, max_steps=1, prompts={"final_answer": final})
     out = g.invoke(Q)
-    assert out["answers"] == ["Penny Marshall"] and llm.calls["ANSWER NOW"] == 1 and llm.calls[FINAL] == 0
+    assert out["answers"] == ["Ron Howard"] and llm.calls["ANSWER NOW"] == 1 and llm.calls[FINAL] == 0
     llm = text_chat([("MY STEP", LOOKING), *agent_rules()])
     g = create_graph_agent_graph(
-        KG, llm=llm, max_steps=1, prompts={"agent_step": "MY STEP {question} {scratchpad}{step}"}
+        KG,
+        decide="generate",
+        llm=llm,
+        max_steps=1,
+        prompts={"agent_step": "MY STEP {question} {scratchpad}{step}"},
     )
     g.invoke(Q)
     assert llm.calls["MY STEP"] == 1 and llm.calls[STEP] == 0
     with pytest.raises(ConfigError, match=r"unknown prompt name\(s\) \['nope'\]; valid: explore_thought"):
-        create_graph_explore_graph(KG, llm=llm, prompts={"nope": "x"})
+        create_graph_explore_graph(KG, decide="generate", llm=llm, prompts={"nope": "x"})
 
 
 def test_llm_none_is_the_embedded_local_model(monkeypatch):
@@ -438,43 +457,58 @@ def test_llm_none_is_the_embedded_local_model(monkeypatch):
         return local
 
     monkeypatch.setattr("kg_agents.core.models.resolve_chat_model", resolve)
-    out = create_graph_agent_graph(KG, max_steps=1).invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", max_steps=1).invoke(Q)
     assert asked == ["local"] and out["answers"] == ["Ron Howard"] and local.calls[STEP] == 1
-    create_graph_explore_graph(KG, llm="local")
+    create_graph_explore_graph(KG, decide="generate", llm="local")
     assert asked == ["local", "local"]
 
 
 def test_unknown_topic_entity_is_recorded():
-    out = create_graph_agent_graph(KG, llm=text_chat(agent_rules())).invoke(
+    out = create_graph_agent_graph(KG, decide="generate", llm=text_chat(agent_rules())).invoke(
         {"question": "who directed it", "topic_entities": ["Nope Movie"]}
     )
-    assert list(map(error_text, out["errors"])) == [
-        "prepare: NoEntity: unknown topic entities ['Nope Movie']"
-    ]
+    first, *rest = out["errors"]
+    assert error_text(first) == "prepare: NoEntity: unknown topic entities ['Nope Movie']"
+    # with no topic entity no path starts anywhere: the final answer cannot be grounded
+    assert [e["type"] for e in rest] == ["UngroundedAnswer"] and out["answers"] == []
 
 
 def test_stream_batch_checkpointer():
     llm = text_chat(agent_rules())
     g = create_graph_agent_graph(
-        KG, llm=llm, strategy="got", evaluator="select", k=2, t=1, depth=1, checkpointer=InMemorySaver()
+        KG,
+        decide="generate",
+        llm=llm,
+        strategy="got",
+        evaluator="select",
+        k=2,
+        t=1,
+        depth=1,
+        checkpointer=InMemorySaver(),
     )
     events = list(g.stream(Q, {"configurable": {"thread_id": "1"}}))
     names = [next(iter(e)) for e in events]
     assert names[0] == "prepare" and names.count("expand") == 2 and "merge" in names and "vote" in names
     assert names[-1] == "answer"
-    outs = create_graph_agent_graph(KG, llm=llm, max_steps=2).batch([Q, {"question": "who directed [Big]"}])
+    outs = create_graph_agent_graph(KG, decide="generate", llm=llm, max_steps=2).batch(
+        [Q, {"question": "who directed [Big]"}]
+    )
     assert [o["usage"]["llm_calls"] for o in outs] == [3, 3]
 
 
 async def test_ainvoke():
-    out = await create_graph_agent_graph(KG, llm=text_chat(agent_rules()), max_steps=2).ainvoke(Q)
+    out = await create_graph_agent_graph(
+        KG, decide="generate", llm=text_chat(agent_rules()), max_steps=2
+    ).ainvoke(Q)
     assert out["answers"] == ["Ron Howard"]
 
 
 def test_model_errors_are_recorded_not_raised():
     down = ModelError("the model server is down")
     llm = text_chat([(SCORE, down), (FINAL, down), (STEP, LOOKING)])
-    out = create_graph_agent_graph(KG, llm=llm, strategy="tot", k=2, t=1, depth=1).invoke(Q)
+    out = create_graph_agent_graph(KG, decide="generate", llm=llm, strategy="tot", k=2, t=1, depth=1).invoke(
+        Q
+    )
     assert out["answers"] == []
     assert list(map(error_text, out["errors"])) == ["score: ModelError: the model server is down"] * 2 + [
         "answer: ModelError: the model server is down"
@@ -513,3 +547,60 @@ def test_real_local_model_on_metaqa(metaqa, local_llm, factory, strategy):
     for p in out["paths"]:
         assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
     assert _trace(out, "verify_paths")[0]["paths_kept"] == len(out["paths"])
+
+
+# --------------------------------------------------------------------------- ranked decisions
+def _agent_scores(text: str, options: list[str]) -> list[float]:
+    """A scripted scorer: checking the director, then finishing, is the likeliest."""
+    return [5.0 if "directed by of" in o else (4.0 if "Finish[" in o else 0.0) for o in options]
+
+
+def test_ranked_agent_takes_only_actions_that_exist():
+    llm = FakeChat(logprobs=_agent_scores, tools=False)  # no text replies: any generation would raise
+    out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
+    steps = _trace(out, "expand")
+    assert [s["action"] for s in steps] == [
+        "RetrieveNode[Splash]",
+        "NeighborCheck[Splash, directed_by]",
+        "Finish[Ron Howard]",
+    ]
+    assert out["answers"] == ["Ron Howard"]
+    assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
+    # RetrieveNode of the one topic entity needs no call; two rankings in all
+    assert llm.calls["logprobs"] == 2 and out["usage"]["llm_calls"] == 2
+    assert steps[0]["ranking"]["route"] == "only" and steps[1]["ranking"]["route"] == "logprobs"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_garbage_scores_still_give_only_valid_actions_and_grounded_answers(seed):
+    import random
+
+    rng = random.Random(seed)
+    llm = FakeChat(logprobs=lambda text, options: [rng.uniform(-50, 0) for _ in options], tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, max_steps=6).invoke(Q)
+    steps = _trace(out, "expand")
+    assert steps and not any(s.get("malformed") for s in steps)
+    for s in steps:  # each action names a node and a relation the KG has
+        for _name, node, rel in re.findall(r"(NeighborCheck)\[(.+?), (~?\w+)\]", s["action"] or ""):
+            base = rel.lstrip("~")
+            assert base in KG.relations(node, "in" if rel.startswith("~") else "out")
+    ends = {p.end for p in out["paths"]}
+    assert set(out["answers"]) <= {KG.label(e) for e in ends}
+
+
+def test_ranked_explorer_prunes_and_ends_by_ranking():
+    def scores(text: str, options: list[str]) -> list[float]:
+        if options == ["[Yes]", "[No]"]:
+            return [0.0, -1.0]
+        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
+
+    llm = FakeChat(
+        rules=explore_rules(lambda p: "I need the director of Splash."), logprobs=scores, tools=False
+    )
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=1).invoke(Q)
+    assert llm.calls[PRUNE_REL] == llm.calls[END_Q] == 0 and llm.calls["logprobs"] >= 2  # ranked
+    search = _trace(out, "expand")[0]["search"][0]
+    assert search["relations"]["Splash"] == ["directed_by"] and search["end"] is True
+    # the step budget is spent: the final answer is ranked among what the chain reached
+    assert out["answers"] == ["Ron Howard"] and llm.calls[FINAL] == 0
+    assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from langgraph.types import Send
 
 from kg_agents.core.metering import MeteredKG
@@ -52,7 +53,9 @@ DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 
 
 def _context(**options: Any) -> GraphCoTContext:
-    base = dict(strategy="cot", evaluator="score", k=3, t=1, depth=3, max_steps=10, search_depth=1)
+    base = dict(
+        strategy="cot", evaluator="score", k=3, t=1, depth=3, max_steps=10, search_depth=1, decide="generate"
+    )
     return GraphCoTContext(**{**base, **options})
 
 
@@ -213,11 +216,26 @@ def test_score_and_vote_nodes():
     llm = text_chat(agent_rules(score="Score: 0.9", vote="Choice 1 is weak. The best choice is 2"))
     deps = agent_deps(llm)
     a, b = _branch("r.1"), _branch("r.2")
-    out = score(deps, {"question": QUESTION, "cand": a})
+    out = score(deps, {"question": QUESTION, "cand": a, "decide": "generate"})
     assert out["scores"] == {"r.1": 0.9} and out["trace"][0]["score"] == 0.9
-    out = vote(deps, {"question": QUESTION, "group": "r", "cands": [a, b]})
+    out = vote(deps, {"question": QUESTION, "group": "r", "cands": [a, b], "decide": "generate"})
     assert out["votes"] == {"r": ["r.2", "r.1"]} and out["trace"][0]["parsed"] is True
     assert llm.calls[SCORE] == 1 and llm.calls[VOTE] == 1
+
+
+def test_ranked_score_and_vote_nodes():
+    def logprobs(text: str, options: list[str]) -> list[float]:
+        if options[0] == "Choice 1":  # the Selection vote: choice 2 is the likeliest
+            return [-3.0, -0.1]
+        return [0.0 if o == "0.8" else -50.0 for o in options]  # the Score vote: all mass on 0.8
+
+    llm = FakeChat(logprobs=logprobs, tools=False)
+    deps = agent_deps(llm)
+    a, b = _branch("r.1"), _branch("r.2")
+    out = score(deps, {"question": QUESTION, "cand": a, "decide": "rank"})
+    assert out["scores"]["r.1"] == pytest.approx(0.8, abs=1e-3)
+    out = vote(deps, {"question": QUESTION, "group": "r", "cands": [a, b], "decide": "rank"})
+    assert out["votes"] == {"r": ["r.2", "r.1"]} and llm.calls["logprobs"] == 2
 
 
 def test_route_evaluate_and_select_keep_the_best_of_each_group():
@@ -245,7 +263,7 @@ def test_answer_from_a_finished_branch_with_verified_paths():
     assert out["answers"] == ["Ron Howard"] and "errors" not in out
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
     assert out["evidence"] == ["Splash -> directed_by -> Ron Howard"]
-    assert out["trace"][0] == {"node": "answer", "best": "r.1", "how": "finished", "levels": 1}
+    assert out["trace"][0] == {"node": "answer", "best": "r.1", "how": "finished", "levels": 1, "dropped": []}
     assert not llm.calls  # a finished branch needs no final call
 
 

@@ -162,7 +162,7 @@ def _script():
 
 def test_two_hop_vote_paths_usage(kg):
     llm = FakeChat(replies=_script())
-    g = create_knowledge_navigator_graph(kg, llm=llm)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm)
     out = g.invoke({"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2})
     assert out["answers"] == ["Ron Howard"]
     # Ron Howard was first reached from Splash (the first core entity of hop 2)
@@ -185,7 +185,7 @@ def test_two_hop_vote_paths_usage(kg):
 
 def test_variant_weight_changes_the_vote(kg):
     llm = FakeChat(replies=_script())
-    g = create_knowledge_navigator_graph(kg, llm=llm)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm)
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]},
         context={"hops": 2, "original_weight": 1.0},
@@ -196,31 +196,31 @@ def test_variant_weight_changes_the_vote(kg):
 
 def test_no_variants_one_call_per_group_and_per_entity_mode(kg):
     llm = FakeChat(replies=["Answer: 1", "Answer: 1", "Answer: Ron Howard"])
-    g = create_knowledge_navigator_graph(kg, llm=llm)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm)
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
     )
     assert out["usage"]["llm_calls"] == 3 and out["answers"] == ["Ron Howard"]
     # Cast Away and Forrest Gump have the same candidates: one call per entity in the paper's mode ...
     llm2 = FakeChat(replies=["Answer: 1", "Answer: 1", "Answer: x"])
-    g2 = create_knowledge_navigator_graph(kg, llm=llm2, grouping="none")
+    g2 = create_knowledge_navigator_graph(kg, decide="generate", llm=llm2, grouping="none")
     out2 = g2.invoke(
         {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
         context={"hops": 1, "num_variants": 0},
     )
     assert out2["usage"]["llm_calls"] == 3
     llm3 = FakeChat(replies=["Answer: 1", "Answer: x"])
-    out3 = create_knowledge_navigator_graph(kg, llm=llm3).invoke(
+    out3 = create_knowledge_navigator_graph(kg, decide="generate", llm=llm3).invoke(
         {"question": "q", "topic_entities": ["Cast Away", "Forrest Gump"]},
         context={"hops": 1, "num_variants": 0},
     )
     assert out3["usage"]["llm_calls"] == 2  # identical candidate sets share one call
-    assert out3["answers"] == ["x"] and out3["paths"] == []  # an answer not in the knowledge has no path
+    assert out3["answers"] == [] and out3["paths"] == []  # an answer not in the knowledge is dropped
 
 
 def test_llm_budget_stops_retrieval(kg):
     llm = FakeChat(replies=[VARIANTS, "Answer: Ron Howard"])
-    g = create_knowledge_navigator_graph(kg, llm=llm)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm)
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 3, "max_llm_calls": 3}
     )
@@ -232,7 +232,7 @@ def test_llm_budget_stops_retrieval(kg):
 
 def test_fanout_and_core_limits_traced(kg):
     llm = FakeChat(replies=["Answer: Tom Hanks"])
-    g = create_knowledge_navigator_graph(kg, llm=llm, fanout_limit=2)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm, fanout_limit=2)
     out = g.invoke(
         {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
         context={"hops": 1, "num_variants": 0, "max_core_entities": 1},
@@ -248,7 +248,7 @@ def test_fanout_and_core_limits_traced(kg):
 )
 def test_bad_options_recorded_not_raised(kg, context, msg):
     llm = FakeChat()
-    out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
+    out = create_knowledge_navigator_graph(kg, decide="generate", llm=llm).invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context=context
     )
     assert out["answers"] == [] and out["paths"] == [] and msg in out["errors"][0]["message"]
@@ -256,12 +256,12 @@ def test_bad_options_recorded_not_raised(kg, context, msg):
     assert out["usage"]["llm_calls"] == 0
     # the same values as factory options are refused at creation
     with pytest.raises(ConfigError, match=msg):
-        create_knowledge_navigator_graph(kg, llm=llm, **context)
+        create_knowledge_navigator_graph(kg, decide="generate", llm=llm, **context)
 
 
 def test_empty_question_and_unknown_entity_end(kg):
     llm = FakeChat()
-    g = create_knowledge_navigator_graph(kg, llm=llm)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm)
     out = g.invoke({"question": "  "})
     assert out["answers"] == [] and out["errors"]
     out = g.invoke({"question": "who is [Nobody]", "topic_entities": ["Nobody Known"]})
@@ -281,7 +281,7 @@ class LimitRecordingChat(FakeChat):
 
 def test_fewshot_prompt_used(kg):
     llm = LimitRecordingChat(replies=["Answer: Ron Howard"])
-    out = create_knowledge_navigator_graph(kg, llm=llm).invoke(
+    out = create_knowledge_navigator_graph(kg, decide="generate", llm=llm).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
         context={
             "hops": 1,
@@ -301,7 +301,7 @@ def test_fewshot_prompt_used(kg):
 
 def test_stream_checkpointer_ainvoke_registry(kg):
     llm = FakeChat(replies=["Answer: Ron Howard"] * 4)
-    g = create_knowledge_navigator_graph(kg, llm=llm, checkpointer=InMemorySaver())
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t"}}
     events = list(
         g.stream(
@@ -327,7 +327,7 @@ def test_stream_checkpointer_ainvoke_registry(kg):
 
 async def test_ainvoke(kg):
     llm = FakeChat(replies=["Answer: Ron Howard"])
-    out = await create_knowledge_navigator_graph(kg, llm=llm).ainvoke(
+    out = await create_knowledge_navigator_graph(kg, decide="generate", llm=llm).ainvoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]},
         context={"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5},
     )
@@ -336,7 +336,7 @@ async def test_ainvoke(kg):
 
 def test_hop_grouping_one_call_over_the_union(kg):
     llm = FakeChat(replies=["Answer: 2", "Answer: 1984"])
-    g = create_knowledge_navigator_graph(kg, llm=llm, grouping="hop")
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm, grouping="hop")
     out = g.invoke(
         {"question": Q, "topic_entities": ["Babaloo Mandel"]}, context={"hops": 2, "num_variants": 0}
     )
@@ -350,7 +350,7 @@ def test_hop_grouping_one_call_over_the_union(kg):
         "Babaloo Mandel -> ~written_by -> Splash -> release_year -> 1984"
     ]
     with pytest.raises(ConfigError):
-        create_knowledge_navigator_graph(kg, llm=llm, grouping="entity")
+        create_knowledge_navigator_graph(kg, decide="generate", llm=llm, grouping="entity")
 
 
 def test_hops_trainer_options_typed():
@@ -381,20 +381,47 @@ def test_grounding_switch(kg):
     script = ["Answer: Splash directed by Ron Howard"]
     ctx = {"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5}
     q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
-    out = create_knowledge_navigator_graph(kg, llm=FakeChat(replies=script)).invoke(q, context=ctx)
+    out = create_knowledge_navigator_graph(kg, decide="generate", llm=FakeChat(replies=script)).invoke(
+        q, context=ctx
+    )
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
-    out = create_knowledge_navigator_graph(kg, llm=FakeChat(replies=script)).invoke(
+    out = create_knowledge_navigator_graph(kg, decide="generate", llm=FakeChat(replies=script)).invoke(
         q, context={**ctx, "ground_answers": False}
     )
-    assert out["answers"] == ["Splash directed by Ron Howard"] and out["paths"] == []
+    # without the deepest-hop replacement the sentence is no entity: dropped, and said so
+    assert out["answers"] == [] and out["paths"] == []
+    step = next(t for t in out["trace"] if t["node"] == "answer")
+    assert step["dropped"] == ["Splash directed by Ron Howard"]
+
+
+def test_ranked_route_votes_relations_and_ranks_answers(kg):
+    def scores(text: str, options: list[str]) -> list[float]:
+        # relations: "directed by" is the likeliest; answers: the last option is the likeliest
+        if text.startswith("Which relation"):
+            return [0.0 if "directed by" in o else -5.0 for o in options]
+        return [float(i) for i in range(len(options))]
+
+    llm = FakeChat(logprobs=scores)
+    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}, context={"hops": 1}
+    )
+    sel = next(t for t in out["trace"] if t["node"] == "select_relations")
+    assert sel["votes"][0]["kept"] == ["directed_by"]
+    assert out["answers"] == ["Ron Howard"] and [p.to_text() for p in out["paths"]] == [
+        "Splash -> directed_by -> Ron Howard"
+    ]
+    # one ranking for the relation, none for the single candidate answer
+    assert llm.calls["logprobs"] == 1 and out["usage"]["llm_calls"] == 1
 
 
 # --------------------------------------------------------------------------- options and prompts
 def test_run_context_keeps_the_factory_options_it_does_not_set(kg):
     """A per-run context that sets some fields leaves the factory's other options in force."""
     llm = LimitRecordingChat(replies=["Answer: Ron Howard"])
-    g = create_knowledge_navigator_graph(kg, llm=llm, fewshot=True, answer_max_tokens=33, num_variants=0)
+    g = create_knowledge_navigator_graph(
+        kg, decide="generate", llm=llm, fewshot=True, answer_max_tokens=33, num_variants=0
+    )
     q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     out = g.invoke(q, context={"hops": 1, "top_k": 5, "top_m": 5})
     assert out["answers"] == ["Ron Howard"] and out["usage"]["llm_calls"] == 1  # still no variants
@@ -406,7 +433,7 @@ def test_run_context_keeps_the_factory_options_it_does_not_set(kg):
 
 def test_factory_hops_and_variants(kg):
     llm = FakeChat(replies=["Answer: 1", "Answer: 1", "Answer: Ron Howard"])
-    g = create_knowledge_navigator_graph(kg, llm=llm, hops=2, num_variants=0)
+    g = create_knowledge_navigator_graph(kg, decide="generate", llm=llm, hops=2, num_variants=0)
     out = g.invoke({"question": Q, "topic_entities": ["Babaloo Mandel"]})
     analysis = next(t for t in out["trace"] if t["node"] == "analyse_question")
     assert analysis["hops_source"] == "context" and analysis["hops"] == 2
@@ -417,6 +444,7 @@ def test_prompts_override_by_name(kg):
     llm = FakeChat(rules=[("PICK", "Answer: 1"), ("KNOW", "Answer: Ron Howard")])
     g = create_knowledge_navigator_graph(
         kg,
+        decide="generate",
         llm=llm,
         prompts={
             "select_relations": "PICK for {question} {entity} {k}:\n{options}",
@@ -429,16 +457,26 @@ def test_prompts_override_by_name(kg):
     )
     assert out["answers"] == ["Ron Howard"] and llm.calls["PICK"] == 1 and llm.calls["KNOW"] == 1
     assert llm.prompts[1] == "KNOW Splash directed by Ron Howard. Q who directed [Splash]"
-    assert PROMPT_NAMES == ("reason", "reason_fewshot", "select_relations", "similar_questions")
+    assert PROMPT_NAMES == (
+        "reason",
+        "reason_fewshot",
+        "select_relations",
+        "select_relations_rank",
+        "similar_questions",
+    )
     with pytest.raises(ConfigError, match="valid: reason, reason_fewshot, select_relations"):
-        create_knowledge_navigator_graph(kg, llm=llm, prompts={"answer": "x"})
+        create_knowledge_navigator_graph(kg, decide="generate", llm=llm, prompts={"answer": "x"})
     with pytest.raises(ConfigError, match="twice"):
-        create_knowledge_navigator_graph(kg, llm=llm, select_prompt="a", prompts={"select_relations": "b"})
+        create_knowledge_navigator_graph(
+            kg, decide="generate", llm=llm, select_prompt="a", prompts={"select_relations": "b"}
+        )
 
 
 def test_reason_prompt_keyword_covers_fewshot_too(kg):
     llm = FakeChat(rules=[("MINE", "Answer: Ron Howard")])
-    g = create_knowledge_navigator_graph(kg, llm=llm, reason_prompt="MINE {knowledge} {question}")
+    g = create_knowledge_navigator_graph(
+        kg, decide="generate", llm=llm, reason_prompt="MINE {knowledge} {question}"
+    )
     ctx = {"hops": 1, "num_variants": 0, "top_k": 5, "top_m": 5}
     q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     g.invoke(q, context=ctx)

@@ -1,0 +1,135 @@
+"""Decisions and grounded answers: what every method does when its LLM chooses, and with its answers.
+
+- :func:`rank` ranks options with the model (:func:`kg_agents.llm.ranking.rank_options`) and counts the
+  ranking as one LLM call, with its real token counts, on the node's meter.
+- :func:`answer_candidates` collects the KG nodes that end a method's verified paths: the only answers a
+  method may return.
+- :func:`ground_answers` maps free-text answers (the ``decide="generate"`` route) to those nodes; text
+  naming none of them is dropped, and the drop is reported for the ``trace``.
+- :func:`ranked_answers` turns a ranking of candidate labels into the answers: the best one and those
+  within ``ratio`` of its probability (at most ``max_answers``).
+
+Example:
+    >>> from kg_agents.kg.base import Hop, Path
+    >>> p = Path((Hop("Splash", "directed_by", "Ron Howard"),))
+    >>> cands = answer_candidates(lambda e: e, [p])
+    >>> ground_answers(["Ron Howard", "The answer is"], cands)[0], ground_answers(["Tom"], cands)[2]
+    (['Ron Howard'], ['Tom'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage
+
+from kg_agents.core.metering import record_usage
+from kg_agents.errors import ConfigError
+from kg_agents.kg.base import Path
+from kg_agents.llm.ranking import Ranking, match_option, rank_options
+
+__all__ = [
+    "DECIDE_MODES",
+    "Decide",
+    "answer_candidates",
+    "check_decide",
+    "check_ratio",
+    "ground_answers",
+    "rank",
+    "ranked_answers",
+]
+
+Decide = Literal["rank", "generate"]
+DECIDE_MODES: tuple[Decide, ...] = ("rank", "generate")
+
+
+def check_decide(value: Any) -> Decide:
+    """``value`` as a :data:`Decide` mode, or ConfigError naming the valid ones."""
+    if value not in DECIDE_MODES:
+        raise ConfigError(f"decide must be one of {', '.join(DECIDE_MODES)}, got {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def check_ratio(value: Any, name: str = "answer_ratio") -> float:
+    """``value`` as a probability ratio in (0, 1], or ConfigError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{name} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def rank(
+    llm: Any,
+    messages: Sequence[BaseMessage] | str,
+    options: Sequence[str],
+    *,
+    prefix: str = "",
+    complete: bool = True,
+) -> Ranking:
+    """Rank ``options`` with ``llm``; one LLM call and its tokens go on the current node's meter (none for
+    a single option, which needs no call)."""
+    ranking = rank_options(llm, messages, options, prefix=prefix, complete=complete)
+    if ranking.route != "only":
+        record_usage(llm_calls=1, input_tokens=ranking.input_tokens, output_tokens=ranking.output_tokens)
+    return ranking
+
+
+def answer_candidates(
+    label: Callable[[str], str], paths: Iterable[Path], exclude: Iterable[str] = ()
+) -> dict[str, list[Path]]:
+    """``{label of the node ending a path: the paths ending there}``, in path order.
+
+    Args:
+        label: the KG's ``label`` (entity id -> display name).
+        paths: verified paths.
+        exclude: entity ids never to offer (the question's topic entities).
+    """
+    skip = set(exclude)
+    out: dict[str, list[Path]] = {}
+    for p in paths:
+        end = p.end
+        if end is None or end in skip:
+            continue
+        out.setdefault(label(end), []).append(p)
+    return out
+
+
+def ground_answers(
+    texts: Sequence[str], candidates: Mapping[str, Sequence[Path]]
+) -> tuple[list[str], list[Path], list[str]]:
+    """Map free-text answers to candidate KG nodes.
+
+    A text maps to the candidate label it equals after normalisation, else to the longest label it
+    names (see :func:`kg_agents.llm.ranking.match_option`).
+
+    Returns:
+        ``(answers, paths, dropped)``: the candidate labels named, best first and distinct; the paths
+        ending at them; the texts that named no candidate.
+    """
+    labels = list(candidates)
+    answers: list[str] = []
+    dropped: list[str] = []
+    for text in texts:
+        i = match_option(text, labels) if labels else None
+        if i is None:
+            dropped.append(text)
+        elif labels[i] not in answers:
+            answers.append(labels[i])
+    paths = [p for a in answers for p in candidates[a]]
+    return answers, paths, dropped
+
+
+def ranked_answers(ranking: Ranking, *, max_answers: int, ratio: float) -> list[str]:
+    """The best option and every other whose probability is at least ``ratio`` times the best's.
+
+    Example:
+        >>> r = Ranking(("a", "b", "c"), (-1.0, -1.2, -5.0), "logprobs")
+        >>> ranked_answers(r, max_answers=5, ratio=0.5), ranked_answers(r, max_answers=5, ratio=1.0)
+        (['a', 'b'], ['a'])
+    """
+    if not ranking.matched or not ranking.options:
+        return []
+    probs = ranking.probabilities()
+    order = ranking.order()
+    top = probs[order[0]]
+    return [ranking.options[i] for i in order if probs[i] >= ratio * top and probs[i] > 0][:max_answers]
