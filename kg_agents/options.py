@@ -15,13 +15,13 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from kg_agents.errors import ConfigError
 
-__all__ = ["coerce", "keyword_options", "parse_options"]
+__all__ = ["coerce", "keyword_options", "needs_model", "parse_options"]
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -37,6 +37,24 @@ def keyword_options(fn: Callable[..., Any]) -> dict[str, Any]:
     sig = inspect.signature(fn)
     kw = inspect.Parameter.KEYWORD_ONLY
     return {n: hints.get(n, Any) for n, p in sig.parameters.items() if p.kind is kw}
+
+
+def needs_model(factory: Callable[..., Any], options: Mapping[str, Any]) -> bool:
+    """Whether a graph built by ``factory`` with ``options`` calls a chat model.
+
+    False when the factory takes no ``llm``, or when an option (given, or its default) has a value that
+    the factory's module lists in ``NO_LLM_OPTIONS`` (``{"answer_with": ("gnn",)}`` for ``dualr``): then
+    no model need be resolved, so none is loaded.
+    """
+    params = inspect.signature(factory).parameters
+    if "llm" not in params:
+        return False
+    no_llm: Mapping[str, Sequence[Any]] = getattr(inspect.getmodule(factory), "NO_LLM_OPTIONS", {})
+    for name, values in no_llm.items():
+        default = params[name].default if name in params else None
+        if options.get(name, default) in values:
+            return False
+    return True
 
 
 def coerce(name: str, raw: str, annotation: Any) -> Any:

@@ -6,6 +6,7 @@ Examples::
     kg-agents methods
     kg-agents ask "who directed [Splash]" --method graph_rag --json
     kg-agents ask "who directed [Splash]" --method graph_rag --set max_triples=30
+    kg-agents ask "who directed [Splash]" --method dualr --stream
     kg-agents eval --method graph_rag --dataset metaqa-1hop --limit 50 --out runs/graph_rag-1hop
     kg-agents eval --compare runs/llm_only-1hop runs/graph_rag-1hop --chart compare.png
     kg-agents train dualr --set epochs=3
@@ -15,6 +16,9 @@ Examples::
 context, typed from the annotation; an unknown key is an error listing the valid ones. Errors a user
 can act on (unknown names, bad values, unreachable servers) print one line and exit non-zero:
 2 for a bad command line or input file, 1 for a failure while running.
+
+Model loading is quiet: no weight-loading progress bars and no library warnings (``-v`` shows them);
+the progress bars of long runs (``eval``, ``train``) are kg-agents' own and stay.
 """
 
 from __future__ import annotations
@@ -22,19 +26,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import inspect
 import json
+import os
 import sys
 import typing
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kg_agents.core.records import error_text, run_level_errors
 from kg_agents.errors import ConfigError, DataFormatError, KGAgentsError, KGError, ModelError
+from kg_agents.options import needs_model
 
 __all__ = [
     "DEMO_QUESTION",
+    "LOADING_LIBRARIES",
     "MethodSetup",
     "build_parser",
     "cmd_ask",
@@ -44,13 +51,45 @@ __all__ = [
     "cmd_methods",
     "cmd_train",
     "cmd_version",
+    "format_update",
     "main",
     "open_kg_spec",
     "output_to_json",
+    "quiet_loading",
     "resolve_model",
 ]
 
 DEMO_QUESTION = "who directed [Splash]"
+
+#: Libraries whose warnings ``quiet_loading`` hides (matched against the warning's module).
+LOADING_LIBRARIES = (
+    "transformers",
+    "torch",
+    "sentence_transformers",
+    "huggingface_hub",
+    "accelerate",
+    "peft",
+    "torch_geometric",
+    "faiss",
+)
+
+
+def quiet_loading() -> None:
+    """Hide model-loading noise: Hugging Face progress bars ("Loading weights") and library warnings.
+
+    Set before the libraries are imported (environment variables), and on them when they already are.
+    kg-agents' own progress bars (``eval``, ``train``) use tqdm directly and are not affected.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    pattern = "|".join(LOADING_LIBRARIES)
+    warnings.filterwarnings("ignore", module=rf"({pattern})(\.|$)")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
 
 
 # --------------------------------------------------------------------------- building blocks
@@ -70,24 +109,6 @@ def open_kg_spec(spec: str) -> Any:
     from kg_agents.kg import open_kg
 
     return open_kg(spec)
-
-
-def needs_model(factory: Callable[..., Any], options: Mapping[str, Any]) -> bool:
-    """Whether a graph built by ``factory`` with ``options`` calls a chat model.
-
-    False when the factory takes no ``llm``, or when an option (given, or its default) has a value that
-    the factory's module lists in ``NO_LLM_OPTIONS`` (``{"answer_with": ("gnn",)}`` for ``dualr``): then
-    no ``--model`` is resolved, so no model is loaded.
-    """
-    params = inspect.signature(factory).parameters
-    if "llm" not in params:
-        return False
-    no_llm: Mapping[str, Sequence[Any]] = getattr(inspect.getmodule(factory), "NO_LLM_OPTIONS", {})
-    for name, values in no_llm.items():
-        default = params[name].default if name in params else None
-        if options.get(name, default) in values:
-            return False
-    return True
 
 
 @dataclasses.dataclass
@@ -224,6 +245,33 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_update(node: str, update: Mapping[str, Any] | None) -> str:
+    """One line for a node that finished (``kg-agents ask --stream``): what its trace says, its cost."""
+    update = update or {}
+    parts = []
+    for step in update.get("trace") or []:
+        details = ", ".join(
+            f"{k}={_short(v)}" for k, v in step.items() if k != "node" and not isinstance(v, Mapping)
+        )
+        if details:
+            parts.append(details)
+    u = update.get("usage") or {}
+    cost = [f"{float(u.get('seconds', 0.0)):.2f} s"]
+    if u.get("llm_calls"):
+        cost.append(f"{u['llm_calls']} LLM calls")
+    if u.get("kg_calls"):
+        cost.append(f"{u['kg_calls']} KG calls")
+    if update.get("answers"):
+        parts.append(f"answers={_short(update['answers'])}")
+    text = "; ".join(parts)
+    return f"[{node}] {text}  ({', '.join(cost)})" if text else f"[{node}] ({', '.join(cost)})"
+
+
+def _short(value: Any, width: int = 80) -> str:
+    text = f"[{', '.join(map(str, value))}]" if isinstance(value, (list, tuple)) else str(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _ask(
     question: str,
     method: str,
@@ -233,6 +281,7 @@ def _ask(
     as_json: bool,
     topic_entities: list[str] | None = None,
     max_tokens: int | None = None,
+    stream: bool = False,
 ) -> int:
     question = _check_question(question)
     setup = MethodSetup.from_args(method, settings, model, max_tokens)
@@ -240,7 +289,17 @@ def _ask(
     graph = setup.build(kg)
     ctx = setup.context(graph)
     inp = {"question": question, "topic_entities": topic_entities}
-    out = graph.invoke(inp, context=ctx) if ctx is not None else graph.invoke(inp)
+    if stream:
+        out: dict[str, Any] = {}
+        shown = sys.stderr if as_json else sys.stdout
+        for mode, chunk in graph.stream(inp, context=ctx, stream_mode=["updates", "values"]):
+            if mode == "values":
+                out = dict(chunk)
+                continue
+            for node, update in chunk.items():
+                print(format_update(node, update), file=shown, flush=True)
+    else:
+        out = graph.invoke(inp, context=ctx) if ctx is not None else graph.invoke(inp)
     _raise_run_level(out.get("errors") or [])
     if as_json:
         print(json.dumps(output_to_json(out, question), indent=2, ensure_ascii=False))
@@ -259,6 +318,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         args.json,
         args.topic or None,
         args.max_tokens,
+        args.stream,
     )
 
 
@@ -431,11 +491,19 @@ def cmd_version(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     """The ``kg-agents`` argument parser."""
+    verbose_help = "show model loading: progress bars and library warnings"
+    # -v before or after the command: the command's own flag leaves the value alone when not given
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     p = argparse.ArgumentParser(prog="kg-agents", description="Faithful LLM reasoning over knowledge graphs.")
+    p.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    sub.add_parser("version", help="print the version").set_defaults(func=cmd_version)
-    sub.add_parser("methods", help="list the registered reasoning methods").set_defaults(func=cmd_methods)
+    def add_parser(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[verbose], **kwargs)
+
+    add_parser("version", help="print the version").set_defaults(func=cmd_version)
+    add_parser("methods", help="list the registered reasoning methods").set_defaults(func=cmd_methods)
 
     def method_args(sp: argparse.ArgumentParser, *, default_method: str | None) -> None:
         sp.add_argument(
@@ -454,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="a method option (factory keyword or per-run context field); repeatable",
         )
 
-    a = sub.add_parser("ask", help="answer one question")
+    a = add_parser("ask", help="answer one question")
     a.add_argument("question")
     method_args(a, default_method="graph_rag")
     a.add_argument(
@@ -462,16 +530,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--topic", action="append", metavar="ENTITY", help="a topic entity (else linked)")
     a.add_argument("--json", action="store_true", help="print the output contract as JSON")
+    a.add_argument("--stream", action="store_true", help="print each node's step as it finishes")
     a.set_defaults(func=cmd_ask)
 
-    d = sub.add_parser("demo", help="answer a sample MetaQA question with the local model")
+    d = add_parser("demo", help="answer a sample MetaQA question with the local model")
     d.add_argument("--method", default="dualr", help="a registered method (default: dualr)")
     d.add_argument("--model", default="local")
     d.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
     d.add_argument("--question", default=DEMO_QUESTION)
     d.set_defaults(func=cmd_demo)
 
-    e = sub.add_parser("eval", help="evaluate a method on a dataset, or --compare runs")
+    e = add_parser("eval", help="evaluate a method on a dataset, or --compare runs")
     method_args(e, default_method=None)
     e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
     e.add_argument("--kg", help="the KG for --questions (or to override the dataset's)")
@@ -504,12 +573,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--chart", default="compare.png", help="chart file for --compare (default: compare.png)")
     e.set_defaults(func=cmd_eval)
 
-    t = sub.add_parser("train", help="train a component (run without a name to list trainers)")
+    t = add_parser("train", help="train a component (run without a name to list trainers)")
     t.add_argument("what", nargs="?")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="a trainer option; repeatable")
     t.set_defaults(func=cmd_train)
 
-    b = sub.add_parser("build-tries", help="build KG-Tries offline for a set of entities (GCR)")
+    b = add_parser("build-tries", help="build KG-Tries offline for a set of entities (GCR)")
     b.add_argument(
         "--kg", default="metaqa", help="bundled name, triples file or SPARQL URL (default: metaqa)"
     )
@@ -545,6 +614,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kg_agents.eval.runner import is_run_level_error
 
     args = build_parser().parse_args(argv)
+    if not args.verbose:
+        quiet_loading()
     try:
         return int(args.func(args))
     except (ConfigError, DataFormatError, FileNotFoundError) as exc:

@@ -71,6 +71,39 @@ def test_ask_text_output(capsys, chat, kg_file):
     assert "Ron Howard" in text and "Splash -> directed_by -> Ron Howard" in text and "1 LLM calls" in text
 
 
+def test_ask_stream_prints_each_node_as_it_finishes(capsys, chat, kg_file):
+    argv = ["ask", "who directed [Splash]", "--kg", kg_file, "--method", "graph_rag"]
+    assert cli.main([*argv, "--stream"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    steps = lines[: lines.index("Answers:")]
+    assert [ln.split("]")[0] + "]" for ln in steps] == ["[link_entities]", "[retrieve]", "[answer]"], steps
+    assert steps[0].startswith("[link_entities] linked=[Splash]") and "answers=[Ron Howard]" in steps[2]
+    assert "1 LLM calls" in steps[2] and "KG calls" in steps[1]
+    assert lines[lines.index("Answers:") :][:4] == [
+        "Answers:",
+        "  Ron Howard",
+        "Reasoning paths:",
+        "  Splash -> directed_by -> Ron Howard",
+    ]
+
+
+def test_ask_stream_with_json_keeps_stdout_json(capsys, chat, kg_file):
+    argv = ["ask", "who directed [Splash]", "--kg", kg_file, "--stream", "--json"]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["answers"] == ["Ron Howard"]
+    steps = [ln.split("]")[0] + "]" for ln in captured.err.splitlines()]
+    assert steps == ["[link_entities]", "[retrieve]", "[answer]"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "verbose"),
+    [(["demo"], False), (["-v", "demo"], True), (["demo", "-v"], True), (["ask", "q", "--verbose"], True)],
+)
+def test_verbose_flag_before_or_after_the_command(argv, verbose):
+    assert cli.build_parser().parse_args(argv).verbose is verbose
+
+
 def test_ask_set_factory_and_context_options(capsys, chat, kg_file):
     rc = cli.main(
         [
@@ -226,16 +259,18 @@ def test_subprocess_exit_codes_without_traceback():
 
 
 def test_langgraph_json_exposes_every_registered_method():
+    import importlib
+
     from kg_agents import langgraph_entry
     from kg_agents.core.registry import list_methods
 
     conf = json.loads((ROOT / "langgraph.json").read_text())
     graphs = conf["graphs"]
-    for m in list_methods():
-        assert m.name in graphs, f"{m.name} is registered but not in langgraph.json"
+    assert sorted(graphs) == sorted(m.name for m in list_methods())
     for name, target in graphs.items():
-        path, _, attr = target.partition(":")
-        assert (ROOT / path).is_file() and callable(getattr(langgraph_entry, attr)), name
+        module, _, attr = target.partition(":")
+        assert module == "kg_agents.langgraph_entry" and attr == name, target  # module syntax: no file path
+        assert importlib.import_module(module) is langgraph_entry and callable(getattr(langgraph_entry, attr))
 
 
 def test_unreachable_model_server_is_one_line(tmp_path):
@@ -272,18 +307,41 @@ def test_unreachable_model_server_is_one_line(tmp_path):
         assert "Traceback" not in r.stderr
 
 
-def test_langgraph_entry_builds_a_working_graph(kg_file):
+async def test_langgraph_entry_builds_a_working_graph(kg_file):
+    """The server's factory (a coroutine, built off the event loop) gives a graph over the configured KG."""
     from kg_agents import langgraph_entry
     from kg_agents.errors import ConfigError
 
     llm = FakeChat(rules=SCRIPT)
-    graph = langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
+    graph = await langgraph_entry.graph_rag({"configurable": {"kg": kg_file, "model": llm}})
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"] == ["Ron Howard"] and [p.to_text() for p in out["paths"]] == [
         "Splash -> directed_by -> Ron Howard"
     ]
     with pytest.raises(ConfigError, match="valid methods"):
         langgraph_entry.build("no_such_method", {"configurable": {"kg": kg_file, "model": llm}})
+
+
+def test_langgraph_entry_takes_factory_options_from_configurable(kg_file, monkeypatch):
+    """``configurable.options`` reaches the factory, typed; a no-model option loads no model."""
+    from kg_agents import langgraph_entry
+    from kg_agents.errors import ConfigError
+
+    def no_model(spec, **options):
+        raise AssertionError(f"model {spec!r} resolved for a graph that needs none")
+
+    monkeypatch.setattr(langgraph_entry, "resolve_chat_model", no_model)
+    assert langgraph_entry.factory_options("graph_rag", {"fanout_limit": "7"}) == {"fanout_limit": 7}
+    assert langgraph_entry.factory_options("dualr", {"top_k": [3, 2]}) == {"top_k": [3, 2]}
+    conf = {"kg": kg_file, "options": {"answer_with": "gnn"}}
+    graph = langgraph_entry.build("dualr", {"configurable": conf})
+    assert graph.name == "dualr"  # built without a model (the server test runs it)
+    with pytest.raises(ConfigError, match=r"unknown option 'beams'.*valid options: .*num_beams"):
+        langgraph_entry.build("gcr", {"configurable": {"kg": kg_file, "options": {"beams": 2}}})
+    with pytest.raises(ConfigError, match="'llm'"):
+        langgraph_entry.factory_options("graph_rag", {"llm": "local"})
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        langgraph_entry.factory_options("graph_rag", ["fanout_limit=7"])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("flag", ["--concurrency", "--max-endpoint-failures"])

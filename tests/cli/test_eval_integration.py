@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +22,8 @@ from kg_agents.kg import open_kg, verify_path
 from kg_agents.methods.baselines.graph import create_text_rag_graph
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +38,41 @@ def metaqa():
     return open_kg("metaqa")
 
 
-def test_demo_links_and_answers(capsys):
-    assert cli.main(["demo", "--max-tokens", "24"]) == 0
-    out = capsys.readouterr().out
-    assert "Question: who directed [Splash]" in out and "Answers:" in out
-    assert "Usage: 1 LLM calls" in out
-    paths = out.split("Reasoning paths:")[1].split("Usage:")[0].strip().splitlines()
-    assert all(p.strip().startswith("Splash -> ") for p in paths if p.strip() != "(none)")
+def _cli_env() -> dict[str, str]:
+    """The environment for a ``kg-agents`` subprocess, without what an in-process ``main`` set."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    for key in ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY"):
+        env.pop(key, None)
+    env.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
+    return env
+
+
+def test_demo_prints_the_answer_and_nothing_else(tmp_path):
+    """``kg-agents demo`` from another directory: question, answer, path and cost, no loading noise."""
+    env = _cli_env()
+    argv = [sys.executable, "-m", "kg_agents.cli", "demo", "--max-tokens", "24"]
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Question: who directed [Splash]") and lines[1] == "Answers:", lines
+    i = lines.index("Reasoning paths:")
+    answers, paths = lines[2:i], lines[i + 1 : -1]
+    assert answers and all(a.startswith("  ") and a.strip() for a in answers), lines
     # The default demo method (dualr) finds the director with a verified path.
-    assert "Splash -> directed_by -> Ron Howard" in out
+    assert "  Splash -> directed_by -> Ron Howard" in paths
+    assert all(p.startswith("  Splash -> ") for p in paths)
+    assert lines[-1].startswith("Usage: 1 LLM calls"), lines
+
+
+def test_verbose_shows_model_loading(tmp_path):
+    env = _cli_env()
+    argv = [sys.executable, "-m", "kg_agents.cli", "ask", "who directed [Splash]", "--method", "dualr"]
+    argv += ["--set", "answer_with=gnn"]
+    quiet = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    loud = subprocess.run([*argv, "-v"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert quiet.returncode == loud.returncode == 0, (quiet.stderr, loud.stderr)
+    assert quiet.stderr == "" and "Loading weights" in loud.stderr
+    assert quiet.stdout.splitlines()[:-1] == loud.stdout.splitlines()[:-1]  # all but the timing
 
 
 def test_ask_json_with_the_local_model(capsys):
