@@ -25,7 +25,7 @@ import json
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams
@@ -253,6 +253,10 @@ class LocalChatModel(BaseChatModel):
     batch_window: float = 0.01
 
     _hf: tuple[Any, Any] | None = PrivateAttr(default=None)
+
+    #: Tool calls come from grammar-constrained decoding, not from tool-use training (methods that can
+    #: prompt for text actions instead, such as ``graph_agent``'s ``action_mode="auto"``, do so).
+    native_tool_calling: ClassVar[bool] = False
 
     @field_validator("temperature")
     @classmethod

@@ -55,6 +55,7 @@ from langchain_core.utils.pydantic import is_basemodel_subclass
 from kg_agents.errors import ConfigError, ModelError
 
 __all__ = [
+    "MAX_STRING_CHARS",
     "TOOL_OPTIONS",
     "GrammarLogitsProcessor",
     "ToolConstraint",
@@ -69,6 +70,10 @@ TOOL_OPTIONS = ("tools", "tool_choice", "response_format", "parallel_tool_calls"
 # JSON layout the grammar enforces: the separators the model writes by itself, no free whitespace (a small
 # model left free to emit whitespace can pad forever).
 _JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+#: Longest string the grammar lets the model write in a tool argument or a structured output field, unless
+#: the schema sets its own ``maxLength`` (a small model can repeat a word until ``max_tokens`` runs out).
+MAX_STRING_CHARS = 160
 
 TOOLS_HEADER = "You can call these tools:"
 REPLY_FORMATS = {
@@ -99,9 +104,13 @@ def format_tools(tools: Sequence[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for t in tools:
         try:
-            out.append(convert_to_openai_tool(t))
+            spec = convert_to_openai_tool(t)
         except Exception as exc:
             raise ConfigError(f"cannot bind {t!r} as a tool: {exc}") from exc
+        fn = spec.get("function")
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise ConfigError(f"cannot bind {t!r} as a tool: no function name")
+        out.append(spec)
     return out
 
 
@@ -145,8 +154,22 @@ def _parameters(tool: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def _capped(schema: Any) -> Any:
+    """``schema`` with ``maxLength: MAX_STRING_CHARS`` on every free string (one without a length, pattern,
+    format, enum or const), so that a model repeating itself inside a string still closes its JSON."""
+    if isinstance(schema, list):
+        return [_capped(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _capped(v) if isinstance(v, dict | list) else v for k, v in schema.items()}
+    free = not any(k in out for k in ("maxLength", "pattern", "format", "enum", "const"))
+    if out.get("type") == "string" and free:
+        out["maxLength"] = MAX_STRING_CHARS
+    return out
+
+
 def _call_schema(tool: dict[str, Any]) -> dict[str, Any]:
-    params = _parameters(tool)
+    params = _capped(_parameters(tool))
     params.setdefault("additionalProperties", False)  # no invented arguments
     return _object({"name": {"const": tool["function"]["name"]}, "arguments": params})
 
@@ -272,7 +295,9 @@ class ToolConstraint:
         """The llguidance Lark grammar for this call (a JSON schema, embedded)."""
         if self.response_format is not None:
             schema = _json_schema_of(self.response_format)
-            return "start: json\njson: " + _lark_json(schema if schema is not None else {"type": "object"})
+            return "start: json\njson: " + _lark_json(
+                _capped(schema) if schema is not None else {"type": "object"}
+            )
         branches = []
         if self.choice != "none":
             tools = self.tools if self.choice in ("auto", "required") else self._named(self.choice)

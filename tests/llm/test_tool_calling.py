@@ -13,7 +13,12 @@ from langchain_core.tools import tool
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import load_local_tokenizer
-from kg_agents.llm.tool_calling import GrammarLogitsProcessor, ToolConstraint, normalize_tool_choice
+from kg_agents.llm.tool_calling import (
+    MAX_STRING_CHARS,
+    GrammarLogitsProcessor,
+    ToolConstraint,
+    normalize_tool_choice,
+)
 
 
 @tool
@@ -62,6 +67,8 @@ def test_tool_choice_forms() -> None:
     assert ToolConstraint.from_options({"tool_choice": "auto"}) is None
     with pytest.raises(ConfigError, match="response_format"):
         ToolConstraint.from_options({"response_format": {"type": "xml"}})
+    with pytest.raises(ConfigError, match="no function name"):
+        ToolConstraint.from_options({"tools": [{"type": "function"}]})
 
 
 def test_grammar_admits_valid_calls_only() -> None:
@@ -81,6 +88,23 @@ def test_grammar_admits_valid_calls_only() -> None:
         "Sunny.",  # free text
     ]:
         assert not _accepts(auto, bad), bad
+
+
+def _weather(location: str) -> str:
+    return json.dumps({"tool_call": {"name": "get_weather", "arguments": {"location": location}}})
+
+
+def test_free_strings_are_capped_but_answers_are_not() -> None:
+    c = _constraint("auto")
+    ok = "Paris " * (MAX_STRING_CHARS // 6)
+    long = "Paris " * (MAX_STRING_CHARS // 6 + 1)
+    assert _accepts(c, _weather(ok)) and not _accepts(c, _weather(long))
+    assert _accepts(c, json.dumps({"response": long}))
+    own = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 400}}, "required": ["s"]}
+    fmt = ToolConstraint.from_options(
+        {"response_format": {"type": "json_schema", "json_schema": {"schema": own}}}
+    )
+    assert fmt is not None and _accepts(fmt, json.dumps({"s": long}))  # the schema's own maxLength wins
 
 
 def test_response_format_grammars() -> None:
