@@ -206,16 +206,12 @@ def _text_of(message: BaseMessage) -> str:
     return "".join(parts)
 
 
-def _call_text(name: str, args: Any) -> str:
-    return json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
-
-
 @dataclass
 class ToolConstraint:
     """The tools, ``tool_choice`` and ``response_format`` of one call, and what follows from them.
 
     Build it with :meth:`from_options`; :meth:`render` adds the instructions to the messages,
-    :meth:`grammar` is the llguidance grammar (None: unconstrained), :meth:`processor` the logits processor,
+    :meth:`grammar` is the llguidance grammar, :meth:`processor` the logits processor,
     and :meth:`finish` / :meth:`stream` turn the generated text into ``tool_calls``.
     """
 
@@ -291,7 +287,7 @@ class ToolConstraint:
         return out
 
     # ------------------------------------------------------------------ grammar
-    def grammar(self) -> str | None:
+    def grammar(self) -> str:
         """The llguidance Lark grammar for this call (a JSON schema, embedded)."""
         if self.response_format is not None:
             schema = _json_schema_of(self.response_format)
@@ -312,12 +308,9 @@ class ToolConstraint:
     def _named(self, name: str) -> list[dict[str, Any]]:
         return [t for t in self.tools if t["function"]["name"] == name]
 
-    def processor(self, tokenizer: Any, prompt_len: int) -> GrammarLogitsProcessor | None:
-        """A fresh logits processor for one generation (None when unconstrained)."""
-        grammar = self.grammar()
-        if grammar is None:
-            return None
-        return GrammarLogitsProcessor(grammar, tokenizer, prompt_len)
+    def processor(self, tokenizer: Any, prompt_len: int) -> GrammarLogitsProcessor:
+        """A fresh logits processor for one generation."""
+        return GrammarLogitsProcessor(self.grammar(), tokenizer, prompt_len)
 
     # ------------------------------------------------------------------ parsing
     def finish(self, message: AIMessage) -> AIMessage:
