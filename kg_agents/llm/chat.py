@@ -12,8 +12,10 @@ calls that arrive together are decoded as one left-padded batch (``batch_size``,
 :mod:`kg_agents.llm.batching`), which multiplies throughput when questions run concurrently. Async calls never
 block the event loop.
 
-Tool calling: not supported. ``bind_tools`` is LangChain's default and raises ``NotImplementedError``; use
-a method graph (which prompts for text) or a server model (``resolve_chat_model("openai:...")``) for agents.
+Tool calling: ``bind_tools`` and ``with_structured_output`` work by grammar-constrained decoding (see
+:mod:`kg_agents.llm.tool_calling`): a tool call is valid by construction against the bound tools' JSON
+schemas, ``tool_choice`` is honoured, and the reply carries ``tool_calls``. Constrained calls are decoded one
+at a time (never batched).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import asyncio
 import json
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, ClassVar, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams
@@ -38,10 +40,13 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, load_local_model
+from kg_agents.llm.tool_calling import TOOL_OPTIONS, ToolConstraint, format_tools, structured_output
 
 __all__ = ["LocalChatModel", "generation_lock", "messages_to_chat"]
 
@@ -249,6 +254,10 @@ class LocalChatModel(BaseChatModel):
 
     _hf: tuple[Any, Any] | None = PrivateAttr(default=None)
 
+    #: Tool calls come from grammar-constrained decoding, not from tool-use training (methods that can
+    #: prompt for text actions instead, such as ``graph_agent``'s ``action_mode="auto"``, do so).
+    native_tool_calling: ClassVar[bool] = False
+
     @field_validator("temperature")
     @classmethod
     def _check_temperature(cls, v: float) -> float:
@@ -308,17 +317,61 @@ class LocalChatModel(BaseChatModel):
         _, tok = self._load()
         return len(tok.encode(text, add_special_tokens=False))
 
+    # ------------------------------------------------------------------ tools and structured output
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[Any, AIMessage]:
+        """Bind tools; replies are text or one tool call, constrained to the tools' schemas.
+
+        Args:
+            tools: ``BaseTool``\\ s, functions, pydantic models, TypedDicts or OpenAI-format tool dicts.
+            tool_choice: ``"auto"`` (default: text or a call), ``"any"``/``"required"``/``True`` (a call),
+                a tool name (a call to it) or ``"none"`` (text).
+            **kwargs: further call options bound with the tools.
+
+        Raises:
+            ConfigError: a tool that cannot be converted, or an unknown ``tool_choice``.
+        """
+        formatted = format_tools(tools)
+        ToolConstraint.from_options({"tools": formatted, "tool_choice": tool_choice})  # validates now
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        include_raw: bool = False,
+        method: Literal["function_calling", "json_schema", "json_mode"] = "function_calling",
+        strict: bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[Any, dict[str, Any] | BaseModel]:
+        """Replies parsed into ``schema`` (pydantic class, TypedDict or JSON schema), decoded to match it.
+
+        Args:
+            schema: the output schema.
+            include_raw: return ``{"raw", "parsed", "parsing_error"}`` instead of the parsed value.
+            method: ``"function_calling"`` (a forced call of a tool named after the schema),
+                ``"json_schema"`` (the whole reply constrained to the schema) or ``"json_mode"`` (any
+                JSON object; say which keys in the prompt).
+            strict: accepted for interface parity; the decoding always follows the schema.
+        """
+        return structured_output(
+            self, schema, include_raw=include_raw, method=method, strict=strict, **kwargs
+        )
+
     def _prepare(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> dict:
+        kwargs = dict(kwargs)
+        constraint = ToolConstraint.from_options(kwargs)  # pops the tool options
         unknown = [k for k in kwargs if k not in _CALL_OPTIONS and not k.startswith("ls_")]
         if unknown:
             raise ConfigError(
                 f"LocalChatModel got unsupported call options {sorted(unknown)}; "
-                f"supported: stop, {', '.join(o for o in _CALL_OPTIONS if o != 'model')}"
-                + (
-                    " (tools need a server model: resolve_chat_model('openai:...'))"
-                    if "tools" in unknown
-                    else ""
-                )
+                f"supported: stop, {', '.join(o for o in _CALL_OPTIONS if o != 'model')}, "
+                + ", ".join(TOOL_OPTIONS)
             )
         if kwargs.get("model", self.model_name) != self.model_name:
             raise ConfigError(
@@ -326,7 +379,7 @@ class LocalChatModel(BaseChatModel):
                 "(make another instance with resolve_chat_model('local:/path/to/hf_dir'))"
             )
         model, tok = self._load()
-        chat = messages_to_chat(messages)
+        chat = messages_to_chat(constraint.render(messages) if constraint is not None else messages)
         try:
             ids = tok.apply_chat_template(
                 chat, add_generation_prompt=True, return_tensors="pt", return_dict=True
@@ -339,7 +392,7 @@ class LocalChatModel(BaseChatModel):
         stops = list(stop if stop is not None else (self.stop or []))
         if temperature < 0 or max_new < 1:
             raise ConfigError(f"need temperature >= 0 and max_tokens >= 1, got {temperature} and {max_new}")
-        from transformers import GenerationConfig, StoppingCriteriaList
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         cfg = GenerationConfig(
             max_new_tokens=max_new,
@@ -352,7 +405,10 @@ class LocalChatModel(BaseChatModel):
             pad_token_id=tok.pad_token_id,
         )
         criteria = _StopCriteria(tok, int(input_ids.shape[1]), stops)
+        grammar = constraint.processor(tok, int(input_ids.shape[1])) if constraint is not None else None
         return {
+            "constraint": constraint,
+            "processors": LogitsProcessorList([grammar]) if grammar is not None else None,
             "model": model,
             "tok": tok,
             "inputs": {"input_ids": input_ids, "attention_mask": ids["attention_mask"]},
@@ -375,8 +431,11 @@ class LocalChatModel(BaseChatModel):
                     **p["inputs"],
                     generation_config=p["config"],
                     stopping_criteria=p["criteria_list"],
+                    logits_processor=p["processors"],
                     streamer=streamer,
                 )
+            except ModelError:
+                raise
             except Exception as exc:
                 raise ModelError(f"generation with {self.model_name} failed: {exc}") from exc
 
@@ -410,6 +469,8 @@ class LocalChatModel(BaseChatModel):
                     ChatGeneration(
                         message=AIMessage(
                             content=msg.content,
+                            tool_calls=msg.tool_calls,  # type: ignore[attr-defined]
+                            invalid_tool_calls=msg.invalid_tool_calls,  # type: ignore[attr-defined]
                             usage_metadata=msg.usage_metadata,  # type: ignore[attr-defined]
                             response_metadata=msg.response_metadata,
                         )
@@ -419,12 +480,23 @@ class LocalChatModel(BaseChatModel):
         p = self._prepare(messages, stop, kwargs)
         if self._batchable(p):
             return self._result(p, self._submit(p).result())
-        seq = self._run_generate(p)
-        return self._result(p, seq[0, p["criteria"].prompt_len :].tolist())
+        result = self._result(p, self._run_generate(p)[0, p["criteria"].prompt_len :].tolist())
+        # a repeated tool call is asked again (see ToolConstraint.retry_options); bounded by the tool count
+        while p["constraint"] is not None and (
+            retry := p["constraint"].retry_options(first := result.generations[0].message)
+        ):
+            p = self._prepare(messages, stop, {**kwargs, **retry})
+            result = self._result(p, self._run_generate(p)[0, p["criteria"].prompt_len :].tolist())
+            p["constraint"].add_usage(first, result.generations[0].message)
+        return result
 
     # ------------------------------------------------------------------ dynamic batching
     def _batchable(self, p: dict[str, Any]) -> bool:
-        return self.batch_size > 1 and (not p["config"].do_sample or p["seed"] is None)
+        return (
+            self.batch_size > 1
+            and p["processors"] is None
+            and (not p["config"].do_sample or p["seed"] is None)
+        )
 
     def _submit(self, p: dict[str, Any]) -> Any:
         from kg_agents.llm.batching import BatchRequest
@@ -462,6 +534,8 @@ class LocalChatModel(BaseChatModel):
                 "batch_size": batch,
             },
         )
+        if p["constraint"] is not None:
+            message = p["constraint"].finish(message)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _agenerate(
@@ -486,6 +560,21 @@ class LocalChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         p = self._prepare(messages, stop, kwargs)
+        chunks = self._stream_prepared(p, run_manager)
+        if p["constraint"] is None:
+            yield from chunks
+            return
+
+        def again(retry: dict[str, Any]) -> Iterator[ChatGenerationChunk]:  # ToolConstraint.retry_options
+            q = self._prepare(messages, stop, {**kwargs, **retry})
+            assert q["constraint"] is not None
+            return q["constraint"].stream(self._stream_prepared(q, run_manager), again)
+
+        yield from p["constraint"].stream(chunks, again)
+
+    def _stream_prepared(
+        self, p: dict[str, Any], run_manager: CallbackManagerForLLMRun | None
+    ) -> Iterator[ChatGenerationChunk]:
         tok, stops, criteria = p["tok"], p["stops"], p["criteria"]
         streamer = _TokenQueue()
         failure: list[BaseException] = []

@@ -26,7 +26,7 @@ from tests.fakes import FakeChat
 
 
 class TestLocalChatModelStandard(ChatModelUnitTests):
-    """The standard LangChain unit suite. No tool calling: ``bind_tools`` is not implemented."""
+    """The standard LangChain unit suite, tool calling and structured output included."""
 
     @property
     def chat_model_class(self) -> type[BaseChatModel]:
@@ -38,7 +38,11 @@ class TestLocalChatModelStandard(ChatModelUnitTests):
 
     @property
     def has_tool_calling(self) -> bool:
-        return False
+        return True
+
+    @property
+    def has_structured_output(self) -> bool:
+        return True
 
 
 # --------------------------------------------------------------------------- unit: rendering, stops
@@ -87,11 +91,6 @@ def test_bad_options_are_config_errors() -> None:
 def test_construction_does_not_load_weights() -> None:
     models = [LocalChatModel(max_tokens=4) for _ in range(10)]
     assert all(m._hf is None for m in models)
-
-
-def test_bind_tools_is_not_supported() -> None:
-    with pytest.raises(NotImplementedError):
-        LocalChatModel().bind_tools([])
 
 
 # --------------------------------------------------------------------------- unit: resolve_chat_model
@@ -370,8 +369,9 @@ def test_generation_lock_is_shared_per_checkpoint() -> None:
 
 @pytest.mark.integration
 class TestLocalChatModelIntegration(ChatModelIntegrationTests):
-    """LangChain's standard integration suite on the real model (tool calling, structured output and
-    multimodal tests are skipped by the suite's capability flags; small ``max_tokens`` keeps it cheap)."""
+    """LangChain's standard integration suite on the real model, tool calling, tool choice, structured output
+    and JSON mode switched on (multimodal inputs, model override and VCR tests do not apply).
+    ``max_tokens`` leaves room for a JSON tool call or joke and keeps the text tests cheap."""
 
     @property
     def chat_model_class(self) -> type[BaseChatModel]:
@@ -379,11 +379,23 @@ class TestLocalChatModelIntegration(ChatModelIntegrationTests):
 
     @property
     def chat_model_params(self) -> dict:
-        return {"model": "smollm2-135m-instruct", "temperature": 0, "max_tokens": 12}
+        return {"model": "smollm2-135m-instruct", "temperature": 0, "max_tokens": 128}
 
     @property
     def has_tool_calling(self) -> bool:
-        return False
+        return True
+
+    @property
+    def has_tool_choice(self) -> bool:
+        return True
+
+    @property
+    def has_structured_output(self) -> bool:
+        return True
+
+    @property
+    def supports_json_mode(self) -> bool:
+        return True
 
     @property
     def returns_usage_metadata(self) -> bool:
@@ -394,8 +406,10 @@ def test_bad_call_options_fail_before_loading() -> None:
     llm = LocalChatModel(max_tokens=4)
     with pytest.raises(ConfigError, match="unsupported call options"):
         llm.invoke("hi", frequency_penalty=1.0)
-    with pytest.raises(ConfigError, match="tools need a server model"):
+    with pytest.raises(ConfigError, match="cannot bind"):
         llm.invoke("hi", tools=[{"type": "function"}])
+    with pytest.raises(ConfigError, match="not a bound tool"):
+        llm.bind_tools([{"name": "add", "description": "Add.", "parameters": {}}], tool_choice="multiply")
     with pytest.raises(ConfigError, match="serves 'smollm2-135m-instruct' only"):
         llm.invoke("hi", model="gpt-4")
     assert llm._hf is None

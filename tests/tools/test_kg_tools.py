@@ -163,6 +163,8 @@ def test_reasoning_tool_no_entity_is_a_tool_error():
 
 
 # --------------------------------------------------------------------------- a chat agent
+# LangGraph's prebuilt agent (deprecated in LangGraph 1.x) stays tested for older code
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 def test_create_react_agent_with_kg_tools():
     script = [
         AIMessage(
@@ -194,6 +196,46 @@ def test_create_react_agent_with_kg_tools():
     assert out["messages"][-1].content == "Penny Marshall directed Big."
 
 
+def test_create_agent_gets_close_matches_for_an_unknown_node():
+    """LangChain 1.x ``create_agent``: a misspelt node comes back as a tool message naming close matches, the
+    agent goes on and fixes the call."""
+    from langchain.agents import create_agent
+
+    script = [
+        AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": "NeighborCheck",
+                    "id": "1",
+                    "args": {"node": "Tom Hank", "neighbor_type": "~starred_actors"},
+                }
+            ],
+        ),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": "NeighborCheck",
+                    "id": "2",
+                    "args": {"node": "Tom Hanks", "neighbor_type": "~starred_actors"},
+                }
+            ],
+        ),
+        AIMessage(content="Splash, Big, Cast Away and Forrest Gump."),
+    ]
+    agent = create_agent(FakeChat(replies=script, cycle=False), kg_toolkit(KG))
+    out = agent.invoke({"messages": [("user", "Which movies did Tom Hanks star in?")]})
+    first, second = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert first.status == "error" and first.content.startswith(
+        "There is no node 'Tom Hank' in the graph. Closest nodes: 'Tom Hanks'"
+    )
+    assert second.status == "success" and "'Cast Away'" in second.content
+    assert out["messages"][-1].content == "Splash, Big, Cast Away and Forrest Gump."
+
+
+# LangGraph's prebuilt agent (deprecated in LangGraph 1.x) stays tested for older code
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 def test_create_react_agent_with_reasoning_tool():
     script = [
         AIMessage(

@@ -199,7 +199,8 @@ def create_graph_agent_graph(
         depth: tree depth D (ToT/GoT).
         max_steps: chain length n (CoT; the paper's default 10).
         action_mode: ``tools`` (bound tools; the model must support tool calling), ``text`` (the paper's
-            ``Action: Name[args]`` lines), or ``auto`` (tools when the model supports them).
+            ``Action: Name[args]`` lines), or ``auto`` (tools when the model calls tools natively, text
+            for the embedded model).
         max_neighbors: ``NeighborCheck`` lists at most this many neighbours.
         max_actions: at most this many actions run per step.
         max_context_triples: at most this many triples shown to evaluators and the final answer.

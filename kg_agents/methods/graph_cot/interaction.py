@@ -205,7 +205,8 @@ class AgentInteraction(Interaction):
 
     Args:
         action_mode: ``tools`` (bound tools), ``text`` (``Action: Name[args]`` lines) or ``auto``
-            (tools when the model supports them).
+            (tools when the model calls tools natively; text for a model whose ``native_tool_calling`` is
+            False, such as the embedded one: its grammar-constrained calls carry no thought).
         max_actions: at most this many actions run per step.
         *args, **kwargs: those of :class:`Interaction`.
 
@@ -224,7 +225,9 @@ class AgentInteraction(Interaction):
         self.max_actions = max_actions
         if action_mode not in ("auto", "tools", "text"):
             raise ConfigError(f"action_mode must be 'auto', 'tools' or 'text', got {action_mode!r}")
-        if action_mode in ("auto", "tools"):
+        if action_mode == "tools" or (
+            action_mode == "auto" and getattr(self.model, "native_tool_calling", True)
+        ):
             try:
                 self.bound = self.model.bind_tools([*self.tools.values(), Finish])
             except NotImplementedError as exc:

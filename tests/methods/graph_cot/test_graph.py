@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+from typing import ClassVar
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -299,6 +300,25 @@ def test_tool_model_answering_in_text_finishes():
 def test_tools_mode_needs_a_tool_calling_model():
     with pytest.raises(ConfigError, match="does not support tool calling"):
         create_graph_agent_graph(KG, decide="generate", llm=FakeChat(tools=False), action_mode="tools")
+
+
+def test_auto_mode_keeps_text_actions_for_constrained_tool_calling():
+    """A model whose tool calls are grammar-constrained (``native_tool_calling = False``, like the embedded
+    model) writes text actions under ``action_mode="auto"``; ``"tools"`` still binds its tools."""
+
+    class ConstrainedFake(FakeChat):
+        native_tool_calling: ClassVar[bool] = False
+
+    text = ConstrainedFake(replies=["Thought: known.\nAction: Finish[Ron Howard]"])
+    out = create_graph_agent_graph(KG, llm=text).invoke(Q)
+    assert _trace(out, "prepare")[0]["mode"] == "text" and out["answers"] == ["Ron Howard"]
+    finish = AIMessage(content="", tool_calls=[_call("Finish", {"answers": ["Ron Howard"]}, "c1")])
+    tools = ConstrainedFake(replies=[finish])
+    out = create_graph_agent_graph(KG, llm=tools, action_mode="tools").invoke(Q)
+    assert _trace(out, "prepare")[0]["mode"] == "tools" and out["answers"] == ["Ron Howard"]
+    from kg_agents.llm import LocalChatModel
+
+    assert LocalChatModel.native_tool_calling is False
 
 
 # --------------------------------------------------------------------------- graph_explore
