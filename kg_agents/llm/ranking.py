@@ -144,10 +144,13 @@ def _norm(text: str) -> str:
 
 def match_option(text: str, options: Sequence[str]) -> int | None:
     """The option a free-text reply names: equal after normalisation, else the longest option named in
-    it on word boundaries (earliest on a tie); None when it names none.
+    it on word boundaries (earliest on a tie), else the option the reply is part of (one that ends with
+    it first, then the shortest); None when it names none.
 
     Example:
         >>> match_option("The answer is Ron Howard.", ["Ron", "Ron Howard", "Splash"])
+        1
+        >>> match_option("Answer: Ron Howard", ["Splash starred Tom Hanks", "Splash directed by Ron Howard"])
         1
     """
     t = _norm(text)
@@ -164,7 +167,19 @@ def match_option(text: str, options: Sequence[str]) -> int | None:
             key = (-len(o), m.start(), i)
             if best is None or key < best:
                 best = key
-    return None if best is None else best[2]
+    if best is not None:
+        return best[2]
+    # The reply may name just a part of an option (its answer at the end, say): the option that contains
+    # it, preferring one that ends with it, then the shortest.
+    tail = re.sub(r"^(answer|the answer is)\s+", "", t)
+    if not tail:
+        return None
+    inside = [
+        (not o.endswith(tail), len(o), i)
+        for i, o in enumerate(normed)
+        if o and re.search(rf"(?<!\w){re.escape(tail)}(?!\w)", o)
+    ]
+    return min(inside)[2] if inside else None
 
 
 # --------------------------------------------------------------------------- token sequences

@@ -103,6 +103,7 @@ class GraphRAGDeps:
         template: the RAG prompt.
         fanout_limit: at most this many triples per topic entity.
         defaults: the factory's :class:`~kg_agents.methods.baselines.graph.GraphRAGContext`.
+        candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
     """
 
     kg: MeteredKG
@@ -110,6 +111,7 @@ class GraphRAGDeps:
     template: ChatPromptTemplate
     fanout_limit: int
     defaults: Any
+    candidate_text: Literal["label", "path"] = "label"
 
 
 @metered
@@ -159,7 +161,8 @@ def answer_from_paths(
 ) -> dict[str, Any]:
     """The answer step of both RAG baselines: the model picks among the KG nodes that end ``paths``.
 
-    ``decide="rank"`` ranks the candidates' labels as replies (``Answer: <label>``) and keeps the best
+    ``decide="rank"`` ranks the candidates as replies (``Answer: <label>``, or with
+    ``candidate_text="path"`` ``Answer: <the facts of its path>``) and keeps the best
     and those within ``answer_ratio`` of its probability; ``decide="generate"`` lets the model write
     its answer and keeps the candidates it names (the rest is dropped and traced). Either way every
     answer ends a returned, verified path.
@@ -178,8 +181,16 @@ def answer_from_paths(
         }
     messages = rag_messages(deps, state, triples)
     if ctx.decide == "rank":
-        ranking = rank(deps.model, messages, list(candidates), prefix="Answer: ")
-        answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+        labels = list(candidates)
+        texts = labels
+        if deps.candidate_text == "path":  # each candidate as the facts that lead to it
+            texts = [", ".join(verbalize(kg, t) for t in candidates[lab][0].triples) for lab in labels]
+            texts = [
+                t if texts.count(t) == 1 else f"{t} ({lab})" for t, lab in zip(texts, labels, strict=True)
+            ]
+        ranking = rank(deps.model, messages, texts, prefix="Answer: ")
+        picked = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+        answers = [labels[texts.index(t)] for t in picked]
         trace.update(ranking.as_trace())
     else:
         msg = invoke_llm(deps.model, messages)
@@ -226,6 +237,7 @@ class TextRAGDeps:
         fanout_limit: at most this many triples per entity and hop.
         max_candidates: at most this many candidate triples per question (neighbourhood scope).
         defaults: the factory's :class:`~kg_agents.methods.baselines.graph.TextRAGContext`.
+        candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
     """
 
     kg: MeteredKG
@@ -237,6 +249,7 @@ class TextRAGDeps:
     fanout_limit: int
     max_candidates: int
     defaults: Any
+    candidate_text: Literal["label", "path"] = "path"
 
 
 def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:

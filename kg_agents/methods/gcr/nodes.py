@@ -35,7 +35,7 @@ from kg_agents.core.context import run_context
 from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
 from kg_agents.core.nodes import verified_paths_update
-from kg_agents.core.records import error_record, error_update
+from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.errors import KGAgentsError, KGError
 from kg_agents.kg.base import Path
 from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
@@ -221,6 +221,7 @@ def verify(deps: GCRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @metered
+@guarded("reason")
 def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
     """Graph inductive reasoning over the K paths: a vote, or the general model's choice.
 
