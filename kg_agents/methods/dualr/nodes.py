@@ -245,14 +245,31 @@ def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | N
 @metered
 @guarded("backtrack")
 def backtrack_chains(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
-    """Algorithm 2: each candidate's reasoning chain, kept only when every hop is a KG triple."""
+    """Algorithm 2: each candidate's reasoning chain, kept only when every hop is a KG triple; the
+    candidates without one are dropped (traced as ``no_chain``)."""
     explored = state.get("explored") or []
     chains = {c["entity"]: backtrack(explored, c["entity"]) for c in state.get("candidates") or []}
     checked = verified_paths_update(deps.kg, [p for p in chains.values() if len(p)], node="backtrack")
     ok = {p.to_text() for p in checked["paths"]}
-    kept = {e: p.to_text() for e, p in chains.items() if p.to_text() in ok}
-    trace = [{"node": "backtrack", "chains": kept}, *checked["trace"]]
-    return {"chains": kept, "evidence": sorted(set(kept.values())), "trace": trace}
+    kept = {e: p.to_text() for e, p in chains.items() if len(p) and p.to_text() in ok}
+    # a candidate without a verified chain (a topic entity reached back, a chain that failed to verify)
+    # cannot be a grounded answer: it leaves the options
+    cands = [c for c in state.get("candidates") or [] if c["entity"] in kept]
+    dropped = [c["entity"] for c in state.get("candidates") or [] if c["entity"] not in kept]
+    trace = [{"node": "backtrack", "chains": kept, "no_chain": dropped}, *checked["trace"]]
+    update: dict[str, Any] = {
+        "chains": kept,
+        "candidates": cands,
+        "evidence": sorted(set(kept.values())),
+        "trace": trace,
+    }
+    if not cands:
+        update.update(
+            answers=[],
+            paths=[],
+            errors=[error_record("backtrack", "no candidate has a verified reasoning chain", type="NoPath")],
+        )
+    return update
 
 
 @metered

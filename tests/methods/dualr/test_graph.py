@@ -150,8 +150,10 @@ def test_stream_batch_ainvoke_and_context(kg, checkpoint, no_model):
         {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]},
         context={"num_candidates": 5, "answer_ratio": 0.0, "layers": 1},
     )
-    assert len(out["answers"]) == 5 and all(verify_path(kg, p) for p in out["paths"])
-    assert all(len(p) == 1 for p in out["paths"])
+    # five candidates, one of them Tom Hanks himself (no chain): dropped, the four films answer
+    assert sorted(out["answers"]) == ["Big", "Cast Away", "Forrest Gump", "Splash"]
+    assert next(t for t in out["trace"] if t["node"] == "backtrack")["no_chain"] == ["Tom Hanks"]
+    assert all(verify_path(kg, p) for p in out["paths"]) and all(len(p) == 1 for p in out["paths"])
 
 
 async def test_ainvoke(kg, checkpoint, no_model):
