@@ -520,29 +520,61 @@ class ExploreInteraction(Interaction):
             step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
             return {"step": step, "triples": [], "starts": [], "answers": parsed.finish}
         trace: dict[str, Any] = {}
-        # Entity extraction: from the question on the first step, from the thought afterwards.
-        source = thought if branch.get("steps") else f"{question}\n{thought}"
-        msg = invoke_llm(self.model, self.prompts["explore_extract"].format_messages(text=source))
-        names = parse_bracket_list(str(msg.content))
+        ranked = settings.get("decide", "rank") == "rank"
         linked: list[str] = []
-        for n in names:
-            linked.extend(self.box.link(n)[:1])
-        trace["extracted"] = names
+        if ranked and not branch.get("steps") and branch.get("starts"):
+            # the question's topic entities are given: nothing to extract on the first step
+            trace["extracted"] = "topic entities"
+        else:
+            # Entity extraction: from the question on the first step, from the thought afterwards.
+            source = thought if branch.get("steps") else f"{question}\n{thought}"
+            msg = invoke_llm(self.model, self.prompts["explore_extract"].format_messages(text=source))
+            names = parse_bracket_list(str(msg.content))
+            for n in names:
+                linked.extend(self.box.link(n)[:1])
+            trace["extracted"] = names
         trace["linked"] = linked
         visited = list(branch.get("visited") or [])
         seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
         found, new_seen, search_trace = self._search(question, thought, seen, visited, branch, settings)
         trace["search"] = search_trace
         step["observation"] = "; ".join(triple_text(self.kg, t) for t in found) or "no new triples"
+        answers = None
+        if ranked and found and search_trace and search_trace[-1].get("end"):
+            # End? said the knowledge suffices: the answer is ranked among the entities this step reached
+            answers = self._ranked_answer(branch, question, thought, found, trace)
+            if answers:
+                step["action"] = f"Finish[{' | '.join(answers)}]"
         return {
             "step": step,
             "triples": found,
             "starts": linked,
-            "answers": None,
+            "answers": answers,
             "seen": new_seen,
             "visited": visited,
             "trace": trace,
         }
+
+    def _ranked_answer(
+        self, branch: dict[str, Any], question: str, thought: str, found: list[Triple], trace: dict[str, Any]
+    ) -> list[str] | None:
+        """The best of the entities ``found`` reached (the ones it started from excluded), ranked."""
+        origins = set(branch.get("seen") or []) | set(branch.get("starts") or [])
+        labels = list(
+            dict.fromkeys(
+                entity_label(self.kg, x) for t in found for x in (t.head, t.tail) if x not in origins
+            )
+        )
+        if not labels:
+            return None
+        triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
+        chain = f"Thought: {thought}\nKnowledge Triples:\n" + "\n".join(
+            triple_text(self.kg, t) for t in triples
+        )
+        msgs = self.prompts["final_answer"].format_messages(question=question, chain=chain)
+        ranking = rank(self.model, msgs, labels, prefix="Answer: ")
+        trace["answer_ranking"] = ranking.as_trace(top=5)
+        return [ranking.best] if ranking.best else None
 
     def _search(
         self,

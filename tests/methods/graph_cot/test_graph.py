@@ -309,12 +309,18 @@ def test_auto_mode_keeps_text_actions_for_constrained_tool_calling():
     class ConstrainedFake(FakeChat):
         native_tool_calling: ClassVar[bool] = False
 
-    text = ConstrainedFake(replies=["Thought: known.\nAction: Finish[Ron Howard]"])
-    out = create_graph_agent_graph(KG, llm=text).invoke(Q)
+    text = ConstrainedFake(
+        replies=["Action: NeighborCheck[Splash, directed_by]", "Thought: known.\nAction: Finish[Ron Howard]"]
+    )
+    out = create_graph_agent_graph(KG, llm=text, decide="generate").invoke(Q)
     assert _trace(out, "prepare")[0]["mode"] == "text" and out["answers"] == ["Ron Howard"]
+    check = AIMessage(
+        content="",
+        tool_calls=[_call("NeighborCheck", {"node": "Splash", "neighbor_type": "directed_by"}, "c0")],
+    )
     finish = AIMessage(content="", tool_calls=[_call("Finish", {"answers": ["Ron Howard"]}, "c1")])
-    tools = ConstrainedFake(replies=[finish])
-    out = create_graph_agent_graph(KG, llm=tools, action_mode="tools").invoke(Q)
+    tools = ConstrainedFake(replies=[check, finish])
+    out = create_graph_agent_graph(KG, llm=tools, action_mode="tools", decide="generate").invoke(Q)
     assert _trace(out, "prepare")[0]["mode"] == "tools" and out["answers"] == ["Ron Howard"]
     from kg_agents.llm import LocalChatModel
 
