@@ -191,6 +191,7 @@ def train_dualr(
     model_config: ExplorerConfig | None = None,
     config: TrainConfig | None = None,
     encoder: Encoder | None = None,
+    init: str | FsPath | None = None,
     resume: bool = True,
     progress: bool = True,
 ) -> TrainResult:
@@ -203,6 +204,8 @@ def train_dualr(
         model_config: the architecture (default :class:`ExplorerConfig`).
         config: the optimisation settings (default :class:`TrainConfig`).
         encoder: the frozen text encoder (default: all-MiniLM-L6-v2).
+        init: start from this checkpoint's weights (same architecture and encoder) instead of a random
+            initialisation; ignored when resuming.
         resume: continue from ``out_dir/last.pt`` when it exists.
         progress: show a tqdm progress bar.
 
@@ -233,6 +236,11 @@ def train_dualr(
     graph = ExplorationGraph(kg, encoder, fanout_limit=cfg.fanout_limit)
     graph.warm_relations()
     model = DualRExplorer(mcfg).to(device)
+    if init is not None:
+        start = DualRExplorer.load(init)
+        if _cfg_dict(start.config) != _cfg_dict(mcfg):
+            raise ConfigError(f"{init} has another model config ({start.config}) than {mcfg}")
+        model.load_state_dict(start.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start_epoch, start_step, best, best_epoch, bad, history = 0, 0, -1.0, -1, 0, []
     last = out / "last.pt"
@@ -319,6 +327,7 @@ def train_dualr(
                 epoch=best_epoch,
                 seed=cfg.seed,
                 train_questions=len(train_q),
+                init=str(init) if init is not None else None,
                 val_questions=len(val_q),
             )
         else:
@@ -386,6 +395,7 @@ def train_explorer(
     seed: int = 0,
     device: str | None = None,
     threads: int | None = None,
+    init: str | None = None,
     resume: bool = True,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -408,6 +418,7 @@ def train_explorer(
             graph masks too).
         epochs, batch_size, lr, weight_decay, patience, seed, device: see :class:`TrainConfig`.
         threads: torch CPU threads (None: torch's default).
+        init: a checkpoint to start from (same architecture and encoder), e.g. a run on fewer questions.
         resume: continue from ``out/last.pt`` when present.
         progress: show a progress bar.
 
@@ -442,6 +453,7 @@ def train_explorer(
         model_config=mcfg,
         config=cfg,
         encoder=get_text_encoder(name),
+        init=init,
         resume=resume,
         progress=progress,
     )

@@ -202,6 +202,33 @@ def test_training_learns_tiny_kg_and_resumes(kg, encoder, tmp_path):
         progress=False,
     )
     assert res2.history == res.history
+    # init: a new run starts from the best weights (lr 0: its first validation is the best's)
+    frozen = TrainConfig(epochs=1, batch_size=5, lr=0.0, patience=1, seed=1)
+    res3 = train_dualr(
+        kg,
+        TINY_QUESTIONS,
+        TINY_QUESTIONS,
+        out_dir=tmp_path / "from-best",
+        model_config=mcfg,
+        config=frozen,
+        encoder=encoder,
+        init=res.best_path,
+        progress=False,
+    )
+    assert res3.best_hits1 == res.best_hits1
+    assert DualRExplorer.load(res3.best_path).meta["init"] == str(res.best_path)
+    with pytest.raises(ConfigError, match="another model config"):
+        train_dualr(
+            kg,
+            TINY_QUESTIONS,
+            TINY_QUESTIONS,
+            out_dir=tmp_path / "other",
+            model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)),
+            config=frozen,
+            encoder=encoder,
+            init=res.best_path,
+            progress=False,
+        )
     with pytest.raises(ConfigError, match="another model config"):
         train_dualr(
             kg,
