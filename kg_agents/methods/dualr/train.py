@@ -97,7 +97,7 @@ class TrainConfig:
 
     epochs: int = 8
     batch_size: int = 20
-    lr: float = 1e-3
+    lr: float = 3e-3
     weight_decay: float = 1e-5
     patience: int = 2
     seed: int = 0
@@ -386,10 +386,10 @@ def train_explorer(
     layers: int = 3,
     top_k: list[int] | None = None,
     encoder: str | None = None,
-    mask_topics: bool = False,
+    mask_topics: bool = True,
     epochs: int = 8,
     batch_size: int = 20,
-    lr: float = 1e-3,
+    lr: float = 3e-3,
     weight_decay: float = 1e-5,
     patience: int = 2,
     seed: int = 0,
