@@ -16,6 +16,8 @@ relations the checkpoint never saw), the topic entity marked ``[...]`` in the qu
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_dualr.py --per-hop 200 --train-questions 300 --threads 1
+    PYTHONPATH=. python benchmarks/bench_dualr.py --per-hop 500 --exclude-early-stopping 300 --threads 1 \
+        --skip-train --pathquestion 300
 """
 
 from __future__ import annotations
