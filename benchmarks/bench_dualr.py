@@ -3,31 +3,42 @@
 Prints, per hop, on a seeded sample of the MetaQA dev-validation split:
 - GNN-only Hits@1 (the paper's DualR-w.o.-AD: 97.6 / 99.1 / 99.5 on MetaQA test) and answer recall
   (share of questions with an answer among the candidates);
+- F1 of the GNN-only answer set against the gold entities, for several ``(num_candidates N,
+  answer_ratio)`` choices (the graph answers every top-N candidate with at least ``answer_ratio`` of the
+  best probability; its defaults are N=3, 0.5);
 - milliseconds per question for exploration + top-N + backtracking (batch of 1), cold (first time the
   entities' neighbours are fetched) and warm (second pass), and for encoding the question;
 - candidate-set size per layer before and after pruning (appendix C.1), mean over questions;
 then the time of one training pass over a sample of the dev-train split, and the checkpoint's size.
+With ``--pathquestion N``: zero-shot Hits@1 and F1 on N questions of each PathQuestion set (its own KG,
+relations the checkpoint never saw), the topic entity marked ``[...]`` in the question as in MetaQA.
 
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_dualr.py --per-hop 200 --train-questions 300 --threads 1
+    PYTHONPATH=. python benchmarks/bench_dualr.py --per-hop 500 --exclude-early-stopping 300 --threads 1 \
+        --skip-train --pathquestion 300
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 
 import numpy as np
 import torch
 
-from kg_agents.eval.datasets import load_metaqa
+from kg_agents.eval.datasets import Question, load_metaqa, load_pathquestion
 from kg_agents.kg import open_kg
 from kg_agents.llm import resolve_chat_model
 from kg_agents.methods.dualr.gnn import DualRExplorer, ExplorationGraph, get_text_encoder
 from kg_agents.methods.dualr.graph import DEFAULT_CHECKPOINT, create_dualr_graph
 from kg_agents.methods.dualr.train import TrainConfig, evaluate_hits1
+
+#: ``(num_candidates, answer_ratio)`` pairs whose GNN-only F1 is reported.
+ANSWER_SETS = ((3, 1.0), (3, 0.5), (26, 0.5), (26, 0.2), (26, 0.1))
 
 
 def main() -> None:
@@ -47,6 +58,14 @@ def main() -> None:
     )
     ap.add_argument("--skip-gnn", action="store_true", help="only the --llm-per-hop runs")
     ap.add_argument(
+        "--pathquestion",
+        type=int,
+        default=0,
+        metavar="N",
+        help="zero-shot on N questions per PathQuestion set",
+    )
+    ap.add_argument("--skip-train", action="store_true", help="no timed training pass")
+    ap.add_argument(
         "--exclude-early-stopping",
         type=int,
         default=0,
@@ -58,8 +77,8 @@ def main() -> None:
     if a.threads:
         torch.set_num_threads(a.threads)
     kg = open_kg("metaqa")
-    enc = get_text_encoder()
     model = DualRExplorer.load(a.checkpoint)
+    enc = get_text_encoder(model.config.encoder)
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"checkpoint {a.checkpoint}: {os.path.getsize(a.checkpoint) / 1e6:.3f} MB, {n_params} parameters, "
@@ -68,6 +87,8 @@ def main() -> None:
     print(f"torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
     if a.llm_per_hop:
         llm_runs(kg, a)
+    if a.pathquestion:
+        pathquestion_runs(model, a.pathquestion)
     if a.skip_gnn:
         return
     for hop in [int(h) for h in a.hops.split(",")]:
@@ -77,7 +98,7 @@ def main() -> None:
         enc_ms = (time.perf_counter() - t0) * 1000 / len(qs)
         graph = ExplorationGraph(kg, enc)
         graph.warm_relations()
-        scores = evaluate_hits1(model, graph, qs, q_enc, batch_size=50)
+        scores = evaluate_hits1(model, graph, qs, q_enc, batch_size=50, answer_sets=ANSWER_SETS)
         timings: dict[str, list[float]] = {"cold": [], "warm": []}
         before = np.zeros(model.config.layers)
         after = np.zeros(model.config.layers)
@@ -106,6 +127,7 @@ def main() -> None:
             f"  GNN-only Hits@1 {100 * scores['hits1']:.1f}  (paper, test: {[97.6, 99.1, 99.5][hop - 1]})  "
             f"answer recall {100 * scores['answer_recall']:.1f}"
         )
+        print("  F1 (N, answer_ratio): " + f1_text(scores))
         for rnd in ("cold", "warm"):
             ms = np.array(timings[rnd])
             print(
@@ -120,6 +142,8 @@ def main() -> None:
             + " / ".join(f"{x / n:.0f}" for x in after)
             + f"   final candidate set: {np.mean(final):.0f}"
         )
+    if a.skip_train:
+        return
     # one timed training pass (fresh model, same architecture)
     train = []
     per = max(1, a.train_questions // 3)
@@ -145,6 +169,34 @@ def main() -> None:
         f"\ntraining pass: {len(train)} questions (1/2/3-hop, batch {cfg.batch_size}) in {secs:.1f} s "
         f"= {1000 * secs / len(train):.0f} s per 1000 questions (cold neighbour cache)"
     )
+
+
+def f1_text(scores: dict[str, float]) -> str:
+    return "  ".join(f"({n}, {r:g}) {100 * scores[f'f1@{n},{r:g}']:.1f}" for n, r in ANSWER_SETS)
+
+
+def pathquestion_runs(model: DualRExplorer, n: int) -> None:
+    """Zero-shot Hits@1 and F1 on each PathQuestion set over its own KG."""
+    enc = get_text_encoder(model.config.encoder)
+    for variant in ("pq-2h", "pq-3h", "pql-2h", "pql-3h"):
+        ds = load_pathquestion(variant, limit=n)
+        qs = [mark_topic(q) for q in ds]
+        graph = ExplorationGraph(open_kg(str(ds.kg)), enc)
+        graph.warm_relations()
+        scores = evaluate_hits1(model, graph, qs, enc([q.question for q in qs]), answer_sets=ANSWER_SETS)
+        print(
+            f"PathQuestion {variant} (zero-shot), {len(qs)} questions: Hits@1 {100 * scores['hits1']:.1f}  "
+            f"answer recall {100 * scores['answer_recall']:.1f}  F1 {f1_text(scores)}",
+            flush=True,
+        )
+
+
+def mark_topic(q: Question) -> Question:
+    """``q`` with its topic entity marked ``[...]`` in the text where it occurs verbatim."""
+    text = q.question
+    for t in q.topic_entities:
+        text = text.replace(t, f"[{t}]", 1)
+    return dataclasses.replace(q, question=text)
 
 
 def validation_questions(hop: int, n: int, exclude_first: int) -> list:

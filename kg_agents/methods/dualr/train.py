@@ -36,6 +36,7 @@ from kg_agents.kg import open_kg
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.text import bracketed
 from kg_agents.methods.dualr.gnn.encoding import (
+    MASKED_SUFFIX,
     Encoder,
     encode_cached,
     encoder_dim,
@@ -52,6 +53,7 @@ __all__ = [
     "evaluate_hits1",
     "load_training_questions",
     "read_questions",
+    "set_f1",
     "train_dualr",
     "train_explorer",
 ]
@@ -95,7 +97,7 @@ class TrainConfig:
 
     epochs: int = 8
     batch_size: int = 20
-    lr: float = 1e-3
+    lr: float = 3e-3
     weight_decay: float = 1e-5
     patience: int = 2
     seed: int = 0
@@ -133,11 +135,19 @@ def evaluate_hits1(
     *,
     batch_size: int = 50,
     top_k: Sequence[int] | None = None,
+    answer_sets: Sequence[tuple[int, float]] = (),
 ) -> dict[str, float]:
     """Hits@1 of the explorer alone (the paper's w.o.-AD), and the share of questions with an answer
-    among the candidates (``answer_recall``)."""
+    among the candidates (``answer_recall``).
+
+    Args:
+        answer_sets: ``(N, ratio)`` pairs: also report ``f1@N,ratio``, the mean F1 of the answer set
+            the graph's GNN-only mode returns with ``num_candidates=N`` and ``answer_ratio=ratio`` (every
+            top-N candidate with at least ``ratio`` of the best probability) against the gold entities.
+    """
     model.eval()
     hits = reach = 0
+    f1 = dict.fromkeys(answer_sets, 0.0)
     device = model.lin_text.weight.device
     for i in range(0, len(questions), batch_size):
         qs = questions[i : i + batch_size]
@@ -145,12 +155,31 @@ def evaluate_hits1(
         ex = model.explore(enc, [q.topic_entities for q in qs], graph, top_k=top_k)
         for b, q in enumerate(qs):
             ans = set(q.answers)
-            top = ex.top_candidates(b, 1)
+            top = ex.top_candidates(b, max([1, *(n for n, _ in answer_sets)]))
             hits += bool(top) and graph.id2ent[top[0][0]] in ans
             cands = {graph.id2ent[int(e)] for e in ex.entity[ex.batch == b]}
             reach += bool(cands & ans)
+            for n, ratio in answer_sets:
+                chosen = {graph.id2ent[e] for e, p in top[:n] if p >= ratio * top[0][1]}
+                f1[(n, ratio)] += set_f1(chosen, ans)
     n = max(len(questions), 1)
-    return {"hits1": hits / n, "answer_recall": reach / n, "n": float(len(questions))}
+    out = {"hits1": hits / n, "answer_recall": reach / n, "n": float(len(questions))}
+    out.update({f"f1@{k},{r:g}": v / n for (k, r), v in f1.items()})
+    return out
+
+
+def set_f1(predicted: set[str], gold: set[str]) -> float:
+    """F1 of a predicted answer set against the gold set (0 when either is empty).
+
+    Example:
+        >>> set_f1({"a", "b"}, {"a", "c", "d"})
+        0.4
+    """
+    both = len(predicted & gold)
+    if not both:
+        return 0.0
+    p, r = both / len(predicted), both / len(gold)
+    return 2 * p * r / (p + r)
 
 
 def train_dualr(
@@ -162,6 +191,7 @@ def train_dualr(
     model_config: ExplorerConfig | None = None,
     config: TrainConfig | None = None,
     encoder: Encoder | None = None,
+    init: str | FsPath | None = None,
     resume: bool = True,
     progress: bool = True,
 ) -> TrainResult:
@@ -174,6 +204,8 @@ def train_dualr(
         model_config: the architecture (default :class:`ExplorerConfig`).
         config: the optimisation settings (default :class:`TrainConfig`).
         encoder: the frozen text encoder (default: all-MiniLM-L6-v2).
+        init: start from this checkpoint's weights (same architecture and encoder) instead of a random
+            initialisation; ignored when resuming.
         resume: continue from ``out_dir/last.pt`` when it exists.
         progress: show a tqdm progress bar.
 
@@ -204,6 +236,11 @@ def train_dualr(
     graph = ExplorationGraph(kg, encoder, fanout_limit=cfg.fanout_limit)
     graph.warm_relations()
     model = DualRExplorer(mcfg).to(device)
+    if init is not None:
+        start = DualRExplorer.load(init)
+        if _cfg_dict(start.config) != _cfg_dict(mcfg):
+            raise ConfigError(f"{init} has another model config ({start.config}) than {mcfg}")
+        model.load_state_dict(start.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start_epoch, start_step, best, best_epoch, bad, history = 0, 0, -1.0, -1, 0, []
     last = out / "last.pt"
@@ -290,6 +327,7 @@ def train_dualr(
                 epoch=best_epoch,
                 seed=cfg.seed,
                 train_questions=len(train_q),
+                init=str(init) if init is not None else None,
                 val_questions=len(val_q),
             )
         else:
@@ -347,14 +385,17 @@ def train_explorer(
     hidden: int = 64,
     layers: int = 3,
     top_k: list[int] | None = None,
+    encoder: str | None = None,
+    mask_topics: bool = True,
     epochs: int = 8,
     batch_size: int = 20,
-    lr: float = 1e-3,
+    lr: float = 3e-3,
     weight_decay: float = 1e-5,
     patience: int = 2,
     seed: int = 0,
     device: str | None = None,
     threads: int | None = None,
+    init: str | None = None,
     resume: bool = True,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -370,8 +411,14 @@ def train_explorer(
         out: output folder (``best.pt``, ``last.pt``).
         hidden, layers, top_k: the architecture (:class:`ExplorerConfig`; ``top_k`` one value or one per
             layer, default 100).
+        encoder: the frozen text encoder's name for :func:`~.gnn.encoding.get_text_encoder` (None:
+            all-MiniLM-L6-v2; ``"llm"``: the mean of the embedded local model's first and last layers).
+        mask_topics: encode questions with their ``[topic entity]`` mentions masked
+            (:class:`~.gnn.encoding.TopicMaskedEncoder`; the checkpoint names the masked encoder, so the
+            graph masks too).
         epochs, batch_size, lr, weight_decay, patience, seed, device: see :class:`TrainConfig`.
         threads: torch CPU threads (None: torch's default).
+        init: a checkpoint to start from (same architecture and encoder), e.g. a run on fewer questions.
         resume: continue from ``out/last.pt`` when present.
         progress: show a progress bar.
 
@@ -394,9 +441,21 @@ def train_explorer(
         seed=seed,
         device=device,
     )
+    name = encoder or None
+    if mask_topics and not (name or "").endswith(MASKED_SUFFIX):
+        name = (name or "") + MASKED_SUFFIX
     t0 = time.perf_counter()
     res = train_dualr(
-        graph_kg, train, valq, out_dir=out, model_config=mcfg, config=cfg, resume=resume, progress=progress
+        graph_kg,
+        train,
+        valq,
+        out_dir=out,
+        model_config=mcfg,
+        config=cfg,
+        encoder=get_text_encoder(name),
+        init=init,
+        resume=resume,
+        progress=progress,
     )
     return {
         "best": str(res.best_path),

@@ -10,9 +10,23 @@ from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.kg import MemoryKG, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.dualr.gnn import DualRConv, DualRExplorer, ExplorationGraph, ExplorerConfig, backtrack
-from kg_agents.methods.dualr.gnn.encoding import get_text_encoder
+from kg_agents.methods.dualr.gnn.encoding import (
+    DEFAULT_ENCODER,
+    MASKED_SUFFIX,
+    LLMEmbeddingEncoder,
+    TopicMaskedEncoder,
+    encoder_name,
+    get_text_encoder,
+)
 from kg_agents.methods.dualr.gnn.explorer import topk_per_group
-from kg_agents.methods.dualr.train import TrainConfig, TrainQuestion, read_questions, train_dualr
+from kg_agents.methods.dualr.train import (
+    TrainConfig,
+    TrainQuestion,
+    evaluate_hits1,
+    read_questions,
+    set_f1,
+    train_dualr,
+)
 
 # Questions about the contract KG (all answers are KG entities).
 TINY_QUESTIONS = [
@@ -188,6 +202,33 @@ def test_training_learns_tiny_kg_and_resumes(kg, encoder, tmp_path):
         progress=False,
     )
     assert res2.history == res.history
+    # init: a new run starts from the best weights (lr 0: its first validation is the best's)
+    frozen = TrainConfig(epochs=1, batch_size=5, lr=0.0, patience=1, seed=1)
+    res3 = train_dualr(
+        kg,
+        TINY_QUESTIONS,
+        TINY_QUESTIONS,
+        out_dir=tmp_path / "from-best",
+        model_config=mcfg,
+        config=frozen,
+        encoder=encoder,
+        init=res.best_path,
+        progress=False,
+    )
+    assert res3.best_hits1 == res.best_hits1
+    assert DualRExplorer.load(res3.best_path).meta["init"] == str(res.best_path)
+    with pytest.raises(ConfigError, match="another model config"):
+        train_dualr(
+            kg,
+            TINY_QUESTIONS,
+            TINY_QUESTIONS,
+            out_dir=tmp_path / "other",
+            model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)),
+            config=frozen,
+            encoder=encoder,
+            init=res.best_path,
+            progress=False,
+        )
     with pytest.raises(ConfigError, match="another model config"):
         train_dualr(
             kg,
@@ -227,3 +268,66 @@ def test_read_questions_formats(tmp_path):
     bad.write_text("no tab and no brackets\n")
     with pytest.raises(DataFormatError, match=r"bad\.txt:1"):
         read_questions(bad)
+
+
+class _CharTokenizer:
+    """Token ids = character codes mod the vocabulary (enough for a tiny random causal LM)."""
+
+    def __call__(self, text, return_tensors="pt"):
+        return {"input_ids": torch.tensor([[ord(c) % 97 for c in text]])}
+
+
+def test_llm_encoder_averages_first_and_last_layer_means():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=97, n_positions=64, n_embd=16, n_layer=3, n_head=2)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    enc = LLMEmbeddingEncoder(model, _CharTokenizer(), name="tiny")
+    # independent reference: the first block's output and the final (normed) hidden state, from hooks
+    seen = {}
+    model.transformer.h[0].register_forward_hook(
+        lambda m, i, o: seen.__setitem__("first", o if isinstance(o, torch.Tensor) else o[0])
+    )
+    model.transformer.ln_f.register_forward_hook(lambda m, i, o: seen.__setitem__("last", o))
+    texts = ["who directed [Splash]", "when was [Big] released"]
+    out = enc(texts)
+    assert out.shape == (2, 16) and out.dtype == np.float32 and enc.dim == 16
+    model(**_CharTokenizer()(texts[1]))
+    ref = ((seen["first"][0].mean(0) + seen["last"][0].mean(0)) / 2).detach().numpy()
+    np.testing.assert_allclose(out[1], ref, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(out[0], out[1])
+    assert enc([]).shape == (0, 16)
+    assert encoder_name(enc) == "tiny"
+
+
+def test_topic_masked_encoder_hides_the_entity_and_round_trips_by_name():
+    calls = []
+
+    def base(texts):
+        calls.extend(texts)
+        return np.asarray([[float(len(t)), float(t.count("entity"))] for t in texts], np.float32)
+
+    enc = TopicMaskedEncoder(base)
+    out = enc(["who directed [Splash]", "who directed [Cast Away]", "directed_by"])
+    assert calls == ["who directed [entity]", "who directed [entity]", "directed_by"]
+    assert np.array_equal(out[0], out[1]) and enc.dim == 2
+    name = DEFAULT_ENCODER + MASKED_SUFFIX
+    loaded = get_text_encoder(name)
+    assert isinstance(loaded, TopicMaskedEncoder) and encoder_name(loaded) == name
+    assert encoder_name(loaded.base) == DEFAULT_ENCODER
+    with pytest.raises(ConfigError, match="empty encoder name"):
+        get_text_encoder(" ")
+
+
+def test_evaluate_f1_of_answer_sets(kg, encoder):
+    torch.manual_seed(0)
+    model = DualRExplorer(ExplorerConfig(hidden=16, layers=2, top_k=(10,)))
+    graph = ExplorationGraph(kg, encoder)
+    single = [q for q in TINY_QUESTIONS if len(q.answers) == 1]
+    q_enc = encoder([q.question for q in single])
+    s = evaluate_hits1(model, graph, single, q_enc, answer_sets=[(1, 1.0), (5, 0.0)])
+    # one answer each: the top-1 set's F1 is Hits@1; a larger set dilutes a hit (F1 < 1)
+    assert s["f1@1,1"] == pytest.approx(s["hits1"])
+    assert s["f1@5,0"] < max(s["answer_recall"], 1e-9)
+    assert set_f1({"a", "b"}, {"a", "c", "d"}) == pytest.approx(0.4)
+    assert set_f1(set(), {"a"}) == 0.0

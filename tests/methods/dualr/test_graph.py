@@ -296,3 +296,35 @@ def test_metaqa_local_model_one_call(metaqa):
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["usage"]["llm_calls"] == 1 and out["usage"]["input_tokens"] > 0
     assert out["answers"] and all(verify_path(metaqa, p) for p in out["paths"])
+
+
+def test_topic_masked_checkpoint_loads_its_encoder_with_defaults(kg, tmp_path, no_model, monkeypatch):
+    from kg_agents.kg.encoder import SentenceEncoder
+    from kg_agents.methods.dualr.gnn import DualRExplorer, ExplorerConfig
+    from kg_agents.methods.dualr.gnn.encoding import MASKED_SUFFIX, TopicMaskedEncoder
+
+    res = train_dualr(
+        kg,
+        TINY_QUESTIONS,
+        TINY_QUESTIONS,
+        out_dir=tmp_path,
+        model_config=ExplorerConfig(hidden=32, layers=2, top_k=(10,)),
+        config=TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1),
+        encoder=TopicMaskedEncoder(get_text_encoder()),
+        progress=False,
+    )
+    assert res.best_hits1 >= 0.9
+    assert DualRExplorer.load(res.best_path).config.encoder.endswith(MASKED_SUFFIX)
+    seen: list[str] = []
+    encode = SentenceEncoder.__call__
+
+    def spy(self, texts):
+        seen.extend(texts)
+        return encode(self, texts)
+
+    monkeypatch.setattr(SentenceEncoder, "__call__", spy)
+    g = create_dualr_graph(kg, checkpoint=str(res.best_path), answer_with="gnn")
+    for topic, director in [("Big", "Penny Marshall"), ("Splash", "Ron Howard")]:
+        out = g.invoke({"question": f"who directed [{topic}]", "topic_entities": [topic]})
+        assert out["answers"][0] == director
+    assert seen.count("who directed [entity]") == 2 and not any("Big" in t for t in seen)

@@ -22,18 +22,33 @@ from typing import Any
 
 import numpy as np
 
+from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_target, cache_root
 from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, get_sentence_encoder
+from kg_agents.kg.text import BRACKETED
 
 __all__ = [
     "DEFAULT_ENCODER",
+    "LLM_ENCODER",
+    "MASKED_SUFFIX",
+    "TOPIC_PLACEHOLDER",
     "Encoder",
     "LLMEmbeddingEncoder",
+    "TopicMaskedEncoder",
     "encode_cached",
     "encoder_dim",
     "encoder_name",
     "get_text_encoder",
 ]
+
+
+#: Name prefix of :class:`LLMEmbeddingEncoder` s built by :func:`get_text_encoder` (``"llm"``: the
+#: embedded local model; ``"llm:<directory>"``: a local causal LM).
+LLM_ENCODER = "llm"
+#: Name suffix of a :class:`TopicMaskedEncoder` (``"all-MiniLM-L6-v2+masked-topic"``).
+MASKED_SUFFIX = "+masked-topic"
+#: What a masked ``[topic entity]`` mention reads as.
+TOPIC_PLACEHOLDER = "[entity]"
 
 
 def encoder_name(encoder: Encoder) -> str:
@@ -86,9 +101,68 @@ class LLMEmbeddingEncoder:
         return np.stack(out).astype(np.float32) if out else np.zeros((0, self.dim), np.float32)
 
 
+class TopicMaskedEncoder:
+    """An encoder that reads every ``[bracketed]`` topic-entity mention as :data:`TOPIC_PLACEHOLDER`.
+
+    A question's encoding then carries what is asked, not which entity it is asked about (the entity
+    is the explorer's start state already), so questions of one form encode alike whatever the entity.
+    Texts without brackets (relations, or a question whose entities were linked rather than marked)
+    are encoded as they are.
+
+    Args:
+        base: the encoder that reads the masked texts.
+
+    Example:
+        >>> enc = TopicMaskedEncoder(lambda texts: np.asarray([[float(len(t))] for t in texts]))
+        >>> enc.mask("who directed [Splash]")
+        'who directed [entity]'
+        >>> enc.name
+        '<lambda>+masked-topic'
+    """
+
+    def __init__(self, base: Encoder) -> None:
+        self.base = base
+        self.name = encoder_name(base) + MASKED_SUFFIX
+
+    @property
+    def dim(self) -> int:
+        """The base encoder's output size."""
+        return encoder_dim(self.base)
+
+    @staticmethod
+    def mask(text: str) -> str:
+        """``text`` with each ``[bracketed]`` span replaced by :data:`TOPIC_PLACEHOLDER`."""
+        return BRACKETED.sub(TOPIC_PLACEHOLDER, text)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.base([self.mask(t) for t in texts]), np.float32)
+
+
 def get_text_encoder(name: str | None = None) -> Encoder:
-    """The shared sentence encoder (:func:`kg_agents.kg.encoder.get_sentence_encoder`): all-MiniLM-L6-v2
-    by default, or a local sentence-transformers model directory."""
+    """The frozen encoder a checkpoint names.
+
+    - None or ``"all-MiniLM-L6-v2"``: the shared sentence encoder
+      (:func:`kg_agents.kg.encoder.get_sentence_encoder`); any other plain name is a local
+      sentence-transformers model directory;
+    - ``"llm"`` / ``"llm:<directory>"``: :class:`LLMEmbeddingEncoder` over the embedded local model /
+      a local causal LM;
+    - ``"<any of these>+masked-topic"``: that encoder behind a :class:`TopicMaskedEncoder`.
+
+    Raises:
+        ConfigError: an empty name.
+        ModelError: the model cannot be loaded (when it is first used for a sentence encoder, here for
+            an LLM).
+    """
+    if name is not None and name.endswith(MASKED_SUFFIX):
+        return TopicMaskedEncoder(get_text_encoder(name[: -len(MASKED_SUFFIX)] or None))
+    if name is not None and not name.strip():
+        raise ConfigError("empty encoder name")
+    if name == LLM_ENCODER or (name or "").startswith(LLM_ENCODER + ":"):
+        from kg_agents.llm.local_model import load_local_model
+
+        directory = name[len(LLM_ENCODER) + 1 :] if name and name != LLM_ENCODER else None
+        model, tokenizer = load_local_model(directory)
+        return LLMEmbeddingEncoder(model, tokenizer, name=name or LLM_ENCODER)
     return get_sentence_encoder(None if name in (None, DEFAULT_ENCODER) else name)
 
 
