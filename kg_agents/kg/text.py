@@ -7,13 +7,15 @@ Example:
     ['Babaloo Mandel']
     >>> unbracket("what movies did [Babaloo Mandel] write")
     'what movies did Babaloo Mandel write'
+    >>> bracket_mentions("who directed splash", ["Splash"])
+    'who directed [splash]'
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["BRACKETED", "bracketed", "relation_words", "unbracket"]
+__all__ = ["BRACKETED", "bracket_mentions", "bracketed", "relation_words", "unbracket"]
 
 #: A ``[bracketed]`` span: how MetaQA marks a question's topic entity.
 BRACKETED = re.compile(r"\[([^\[\]]+)\]")
@@ -36,3 +38,15 @@ def bracketed(question: str) -> list[str]:
 def unbracket(question: str) -> str:
     """``question`` with its brackets removed (the text inside is kept)."""
     return BRACKETED.sub(r"\1", question)
+
+
+def bracket_mentions(text: str, names: list[str]) -> str:
+    """``text`` with the first mention of each name (case-insensitive, whole words) put in brackets, as
+    MetaQA marks topic entities; text that already has brackets is returned unchanged."""
+    if BRACKETED.search(text):
+        return text
+    for name in sorted({n for n in names if n and n.strip()}, key=len, reverse=True):
+        m = re.search(rf"(?<![\w\[]){re.escape(name)}(?![\w\]])", text, re.IGNORECASE)
+        if m:
+            text = f"{text[: m.start()]}[{m.group(0)}]{text[m.end() :]}"
+    return text

@@ -31,6 +31,7 @@ from kg_agents.core.records import error_record, error_update, guarded, no_answe
 from kg_agents.errors import ConfigError, KGAgentsError
 from kg_agents.kg.base import KnowledgeGraph, Path
 from kg_agents.kg.encoder import Encoder
+from kg_agents.kg.text import bracket_mentions
 from kg_agents.methods.dualr.gnn.encoding import encoder_dim, get_text_encoder
 from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
 
@@ -191,9 +192,15 @@ class DualRDeps:
 @metered
 @guarded("encode_question")
 def encode_question(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
-    """The question's text encoding (the frozen encoder of the checkpoint)."""
+    """The question's text encoding (the frozen encoder of the checkpoint).
+
+    A question whose topic entities were linked rather than ``[bracketed]`` gets their mentions bracketed
+    first, so a topic-masking encoder reads it as it reads MetaQA's marked questions.
+    """
+    topics = state.get("topic_entities") or []
+    question = bracket_mentions(state["question"], [deps.kg.label(e) for e in topics])
     try:
-        vec = deps.explorer.encoder()([state["question"]])[0]
+        vec = deps.explorer.encoder()([question])[0]
     except KGAgentsError as exc:
         return {"answers": [], "paths": [], **error_update("encode_question", exc)}
     return {"question_encoding": [float(x) for x in vec]}

@@ -328,3 +328,19 @@ def test_topic_masked_checkpoint_loads_its_encoder_with_defaults(kg, tmp_path, n
         out = g.invoke({"question": f"who directed [{topic}]", "topic_entities": [topic]})
         assert out["answers"][0] == director
     assert seen.count("who directed [entity]") == 2 and not any("Big" in t for t in seen)
+
+
+def test_linked_topic_mentions_are_bracketed_before_encoding(kg, checkpoint, no_model):
+    """A question whose entity was linked, not marked, is encoded as MetaQA's marked questions are."""
+    seen: list[str] = []
+    base = get_text_encoder()
+
+    def recording(texts):
+        seen.extend(texts)
+        return base(texts)
+
+    g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn", encoder=recording)
+    g.invoke({"question": "who directed splash", "topic_entities": ["Splash"]})
+    g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert "who directed [splash]" in seen and "who directed [Splash]" in seen
+    assert "who directed splash" not in seen
