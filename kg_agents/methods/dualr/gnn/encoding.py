@@ -117,7 +117,7 @@ class TopicMaskedEncoder:
         >>> enc.mask("who directed [Splash]")
         'who directed [entity]'
         >>> enc.name
-        '<lambda>+masked-topic'
+        'function+masked-topic'
     """
 
     def __init__(self, base: Encoder) -> None:
