@@ -65,10 +65,11 @@ def rank(
     *,
     prefix: str = "",
     complete: bool = True,
+    per_token: bool = False,
 ) -> Ranking:
     """Rank ``options`` with ``llm``; one LLM call and its tokens go on the current node's meter (none for
     a single option, which needs no call)."""
-    ranking = rank_options(llm, messages, options, prefix=prefix, complete=complete)
+    ranking = rank_options(llm, messages, options, prefix=prefix, complete=complete, per_token=per_token)
     if ranking.route != "only":
         record_usage(llm_calls=1, input_tokens=ranking.input_tokens, output_tokens=ranking.output_tokens)
     return ranking

@@ -222,8 +222,10 @@ def score_local(
     *,
     batch_size: int = 32,
     complete: bool = True,
+    per_token: bool = False,
 ) -> tuple[list[float], int]:
-    """Exact reply log-probabilities of ``options`` on a transformers causal LM.
+    """Exact reply log-probabilities of ``options`` on a transformers causal LM (``per_token``: their
+    mean over the option's tokens instead of their sum).
 
     The prompt runs once (its KV cache kept); the options run in batches of ``batch_size`` on copies of
     that cache, right-padded so no mask is needed (a real token never attends to a later pad).
@@ -252,12 +254,17 @@ def score_local(
                 total = float(first[c[0]])
                 for j in range(1, len(c)):
                     total += float(logp[r, j - 1, c[j]])
-                scores.append(total)
+                scores.append(total / len(c) if per_token else total)
     return scores, len(prefix) + sum(len(c) for c in conts)
 
 
 def score_vllm(
-    client: Any, chat: list[dict[str, str]], options: Sequence[str], *, complete: bool = True
+    client: Any,
+    chat: list[dict[str, str]],
+    options: Sequence[str],
+    *,
+    complete: bool = True,
+    per_token: bool = False,
 ) -> tuple[list[float], int]:
     """Reply log-probabilities of ``options`` from a vLLM server's prompt log-probabilities (one request).
 
@@ -277,6 +284,8 @@ def score_vllm(
         seqs.append([*prefix, *cont])
     rows = client.prompt_logprobs(seqs)
     scores = [float(sum(x for x in row[len(prefix) :] if x is not None)) for row in rows]
+    if per_token:
+        scores = [sc / len(c) for sc, c in zip(scores, conts, strict=True)]
     return scores, len(prefix) + sum(len(c) for c in conts)
 
 
@@ -352,6 +361,7 @@ def rank_options(
     *,
     prefix: str = "",
     complete: bool = True,
+    per_token: bool = False,
     batch_size: int = 32,
 ) -> Ranking:
     """Rank ``options`` as replies of ``llm`` to ``messages`` (see the module docstring for the routes).
@@ -366,6 +376,8 @@ def rank_options(
             returned bare.
         complete: score each reply with its end-of-turn token (the whole reply: default), or without
             it (the reply's start: a letter among lettered options, say).
+        per_token: score by the mean log-probability per token instead of the sum, so options of
+            different lengths compete on equal terms (the log-probability routes only).
         batch_size: options per forward pass on the embedded model.
 
     Returns:
@@ -401,7 +413,7 @@ def rank_options(
         try:
             with generation_lock(llm.model_path):
                 scores, n_in = score_local(
-                    model, tok, chat, replies, batch_size=batch_size, complete=complete
+                    model, tok, chat, replies, batch_size=batch_size, complete=complete, per_token=per_token
                 )
         except ModelError:
             raise
@@ -421,7 +433,9 @@ def rank_options(
     client = _vllm_client(llm)
     if client is not None:
         try:
-            scores, n_in = score_vllm(client, messages_to_chat(msgs), replies, complete=complete)
+            scores, n_in = score_vllm(
+                client, messages_to_chat(msgs), replies, complete=complete, per_token=per_token
+            )
             return Ranking(opts, tuple(scores), "logprobs", input_tokens=n_in)
         except ModelError:
             _NOT_VLLM.add(client.base_url)  # no chat /tokenize or prompt log-probabilities: not vLLM

@@ -136,3 +136,13 @@ def test_same_order_for_the_same_logprobs_on_every_route(local) -> None:
     scripted = rank_options(FakeChat(logprobs=dict(zip(OPTIONS, real.scores, strict=True))), PROMPT, OPTIONS)
     assert [o for o, _ in scripted.ranked()] == [o for o, _ in real.ranked()]
     assert scripted.probabilities() == pytest.approx(real.probabilities())
+
+
+@pytest.mark.integration
+def test_per_token_scores_are_the_mean_over_the_reply_tokens(local) -> None:
+    summed = rank_options(local, PROMPT, OPTIONS)
+    mean = rank_options(local, PROMPT, OPTIONS, per_token=True)
+    _, tok = load_local_model()
+    _, conts = reply_token_ids(tok, messages_to_chat(PROMPT), OPTIONS)
+    want = [s / len(c) for s, c in zip(summed.scores, conts, strict=True)]
+    assert mean.scores == pytest.approx(want, abs=1e-4)
