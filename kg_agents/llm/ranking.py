@@ -92,8 +92,7 @@ class Ranking:
 
     def ranked(self) -> list[tuple[str, float]]:
         """``(option, score)`` pairs, best first (ties keep the given order)."""
-        order = sorted(range(len(self.options)), key=lambda i: -self.scores[i])
-        return [(self.options[i], self.scores[i]) for i in order]
+        return [(self.options[i], self.scores[i]) for i in self.order()]
 
     def order(self) -> list[int]:
         """Indices of the options, best first (ties keep the given order)."""

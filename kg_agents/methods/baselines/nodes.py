@@ -30,7 +30,6 @@ from kg_agents.core.metering import MeteredKG, invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
 from kg_agents.core.support import support_paths
-from kg_agents.eval.metrics import answer_matches
 from kg_agents.kg.base import Path, Triple
 from kg_agents.methods.baselines.retrieval import TripleEmbeddings, neighbourhood, verbalize
 
@@ -40,27 +39,13 @@ __all__ = [
     "TextRAGDeps",
     "after_link",
     "answer_from_paths",
-    "ask_with_triples",
     "graph_rag_answer",
     "graph_rag_retrieve",
     "llm_only_answer",
-    "named_in",
     "text_rag_after_link",
     "text_rag_answer",
     "text_rag_retrieve",
 ]
-
-
-def named_in(label: str, answers: list[str]) -> bool:
-    """True when an answer names ``label`` (the evaluation's match: normalised, on word boundaries).
-
-    Used to pick the supporting paths of a free-text answer ("The Son's Room was directed by ...").
-
-    Example:
-        >>> named_in("Ron Howard", ["Splash was directed by Ron Howard"])
-        True
-    """
-    return any(answer_matches(a, label) for a in answers)
 
 
 def after_link(state: Mapping[str, Any]) -> str:
@@ -139,15 +124,6 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
             }
         ],
     }
-
-
-def ask_with_triples(
-    deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], triples: list[Triple], max_answers: int
-) -> tuple[Any, list[str]]:
-    """The RAG prompt with ``triples`` as knowledge, answered by the chat model in free text: its
-    message and parsed answers (the ``decide="generate"`` route, before grounding)."""
-    msg = invoke_llm(deps.model, rag_messages(deps, state, triples))
-    return msg, parse_answers(str(msg.content))[:max_answers]
 
 
 def rag_messages(deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], triples: list[Triple]) -> Any:

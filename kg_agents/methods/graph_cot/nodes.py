@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +66,6 @@ __all__ = [
     "ROOT",
     "GraphCoTDeps",
     "answer",
-    "answer_paths",
     "candidate_answers",
     "child_branch",
     "collect",
@@ -165,17 +163,6 @@ def level_candidates(state: GraphCoTState) -> dict[str, list[dict[str, Any]]]:
     ):
         groups.setdefault(c["group"], []).append(c)
     return groups
-
-
-def answer_paths(interaction: Interaction, branch: dict[str, Any], answers: Sequence[str]) -> list[Path]:
-    """Shortest paths, through the triples ``branch`` saw, from its start entities to the answers."""
-    triples = list(dict.fromkeys(branch.get("triples") or []))
-    if not triples:
-        return []
-    targets: set[str] = set()
-    for a in answers:
-        targets.update(interaction.box.lookup(a)[:3])
-    return support_paths(branch.get("starts") or [], triples, targets, max_hops=PATH_HOPS, shortest=True)
 
 
 # --------------------------------------------------------------------------- prepare
