@@ -19,7 +19,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
@@ -31,10 +34,13 @@ from kg_agents.llm.ranking import Ranking, match_option, rank_options
 
 __all__ = [
     "DECIDE_MODES",
+    "ROLES",
     "Decide",
+    "Decision",
     "answer_candidates",
     "check_decide",
     "check_ratio",
+    "current_decision",
     "ground_answers",
     "rank",
     "ranked_answers",
@@ -58,6 +64,48 @@ def check_ratio(value: Any, name: str = "answer_ratio") -> float:
     return float(value)
 
 
+#: What a ranked decision chooses (:attr:`Decision.role`): a relation to follow, an entity to keep, whether to
+#: stop, the answer among candidate entities, the agent's next action, or a vote among thoughts.
+ROLES = ("relation", "entity", "end", "answer", "action", "vote")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the ranking in progress decides, for models that learn from or check decisions (the
+    specialist's teacher, :mod:`kg_agents.specialist`).
+
+    Attributes:
+        role: one of :data:`ROLES`.
+        keys: one machine-readable key per option, in the options' order: ``(entity ids, relation,
+            direction)`` for ``relation``; an entity id for ``entity`` and ``answer``; ``(stop?, entity
+            ids reached)`` for ``end``; the action's parts for ``action``. None when the options are
+            their own keys.
+        complete: the ranking's ``complete`` flag (whether the end-of-turn token is scored).
+    """
+
+    role: str
+    keys: tuple[Any, ...] | None = None
+    complete: bool = True
+
+
+_DECISION: ContextVar[Decision | None] = ContextVar("kg_agents_decision", default=None)
+
+
+def current_decision() -> Decision | None:
+    """The :class:`Decision` of the ranking in progress in this context (None outside :func:`rank`, or
+    when the caller named no role)."""
+    return _DECISION.get()
+
+
+@contextmanager
+def _deciding(decision: Decision | None) -> Iterator[None]:
+    token = _DECISION.set(decision)
+    try:
+        yield
+    finally:
+        _DECISION.reset(token)
+
+
 def rank(
     llm: Any,
     messages: Sequence[BaseMessage] | str,
@@ -66,10 +114,24 @@ def rank(
     prefix: str = "",
     complete: bool = True,
     per_token: bool = False,
+    role: str | None = None,
+    keys: Sequence[Any] | None = None,
 ) -> Ranking:
     """Rank ``options`` with ``llm``; one LLM call and its tokens go on the current node's meter (none for
-    a single option, which needs no call)."""
-    ranking = rank_options(llm, messages, options, prefix=prefix, complete=complete, per_token=per_token)
+    a single option, which needs no call).
+
+    ``role`` and ``keys`` say what is decided (see :class:`Decision`); the model sees them through
+    :func:`current_decision` while it ranks, and nothing else changes.
+    """
+    if role is not None and role not in ROLES:
+        raise ConfigError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    if keys is not None and len(keys) != len(options):
+        raise ConfigError(f"{len(keys)} keys for {len(options)} options")
+    decision = None
+    if role is not None:
+        decision = Decision(role, tuple(keys) if keys is not None else None, complete)
+    with _deciding(decision):
+        ranking = rank_options(llm, messages, options, prefix=prefix, complete=complete, per_token=per_token)
     if ranking.route != "only":
         record_usage(llm_calls=1, input_tokens=ranking.input_tokens, output_tokens=ranking.output_tokens)
     return ranking

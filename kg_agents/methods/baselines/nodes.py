@@ -164,7 +164,7 @@ def answer_from_paths(
             texts = [
                 t if texts.count(t) == 1 else f"{t} ({lab})" for t, lab in zip(texts, labels, strict=True)
             ]
-        ranking = rank(deps.model, messages, texts, prefix="Answer: ")
+        ranking = rank(deps.model, messages, texts, prefix="Answer: ", role="answer", keys=labels)
         picked = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
         answers = [labels[texts.index(t)] for t in picked]
         trace.update(ranking.as_trace())

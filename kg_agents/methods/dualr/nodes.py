@@ -320,7 +320,15 @@ def determine_answer(
         if ctx.decide == "rank":
             # the letter after "Answer: " is the choice: score the letters, as multiple choice is scored
             # (whole replies "A. <name>" would favour the shortest names)
-            ranking = rank(deps.llm, messages, list(LABELS[: len(names)]), prefix="Answer: ", complete=False)
+            ranking = rank(
+                deps.llm,
+                messages,
+                list(LABELS[: len(names)]),
+                prefix="Answer: ",
+                complete=False,
+                role="answer",
+                keys=names,
+            )
             idx = ranking.order()[0] if ranking.matched else None
             if ranking.raw is not None:  # a text-only model's reply: read as the paper's route reads it
                 idx = parse_choice(ranking.raw, names)[0]

@@ -259,7 +259,7 @@ def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
         trace.update(mode="general_llm", decide=ctx.decide)
         try:
             if ctx.decide == "rank":
-                ranking = rank(deps.general, messages, ordered)
+                ranking = rank(deps.general, messages, ordered, role="answer", keys=ordered)
                 answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
                 trace.update(ranking.as_trace())
             else:

@@ -102,6 +102,23 @@ def render_actions(actions: Sequence[tuple[str, Sequence[str]]]) -> str:
     return ", ".join(f"{name}[{', '.join(args)}]" for name, args in actions)
 
 
+def action_key(actions: Sequence[tuple[str, Sequence[str]]], finish: Sequence[str] | None) -> tuple[Any, ...]:
+    """An agent step as a decision key (see :class:`kg_agents.core.decide.Decision`):
+    ``("finish", labels)``, ``("retrieve", entity)`` or ``("neighbor", nodes, relation, direction)``.
+
+    Example:
+        >>> action_key([("NeighborCheck", ["m1", "~directed_by"])], None)
+        ('neighbor', ('m1',), 'directed_by', 'in')
+    """
+    if finish is not None:
+        return ("finish", tuple(finish))
+    if actions and actions[0][0] == "RetrieveNode":
+        return ("retrieve", actions[0][1][0])
+    rel = actions[0][1][1] if actions else ""
+    direction = "in" if rel.startswith(INVERSE_PREFIX) else "out"
+    return ("neighbor", tuple(a[1][0] for a in actions), rel.removeprefix(INVERSE_PREFIX), direction)
+
+
 def render_agent_steps(steps: Sequence[dict[str, Any]]) -> str:
     """The agent's chain as the paper's scratchpad: ``Thought i``, ``Action i``, ``Observation i`` lines."""
     out = []
@@ -316,8 +333,17 @@ class AgentInteraction(Interaction):
             + (f"Finish[{' | '.join(finish)}]" if finish is not None else render_actions(actions))
             for thought, actions, finish in options
         ]
-        replies = list(dict.fromkeys(replies))
-        ranking = rank(self.model, self._step_messages(branch, question), replies)
+        keys: dict[str, tuple[Any, ...]] = {}
+        for reply, (_, actions, finish) in zip(replies, options, strict=True):
+            keys.setdefault(reply, action_key(actions, finish))
+        replies = list(keys)
+        ranking = rank(
+            self.model,
+            self._step_messages(branch, question),
+            replies,
+            role="action",
+            keys=list(keys.values()),
+        )
         if not ranking.matched:  # a text-only model wrote a step naming no option: read it as written
             return AIMessage(
                 content=ranking.raw or "", response_metadata={"ranking": ranking.as_trace(top=5)}
@@ -572,7 +598,7 @@ class ExploreInteraction(Interaction):
             triple_text(self.kg, t) for t in triples
         )
         msgs = self.prompts["final_answer"].format_messages(question=question, chain=chain)
-        ranking = rank(self.model, msgs, labels, prefix="Answer: ")
+        ranking = rank(self.model, msgs, labels, prefix="Answer: ", role="answer", keys=labels)
         trace["answer_ranking"] = ranking.as_trace(top=5)
         return [ranking.best] if ranking.best else None
 
@@ -602,7 +628,17 @@ class ExploreInteraction(Interaction):
                     question=question, entity=entity_label(self.kg, ent), relations=", ".join(rels)
                 )
                 if settings.get("decide", "rank") == "rank":
-                    ranking = rank(self.model, rel_prompt, [f"[{r}]" for r in rels])
+                    keys = [
+                        (
+                            (ent,),
+                            r.removeprefix(INVERSE_PREFIX),
+                            "in" if r.startswith(INVERSE_PREFIX) else "out",
+                        )
+                        for r in rels
+                    ]
+                    ranking = rank(
+                        self.model, rel_prompt, [f"[{r}]" for r in rels], role="relation", keys=keys
+                    )
                     top_rels = ranked_answers(ranking, max_answers=self.max_relations, ratio=KEEP_RATIO)
                     chosen = [r[1:-1] for r in top_rels]
                 else:
@@ -626,7 +662,13 @@ class ExploreInteraction(Interaction):
                         )
                         if settings.get("decide", "rank") == "rank":
                             distinct = list(dict.fromkeys(labels))
-                            ranking = rank(self.model, ent_prompt, [f"[{lab}]" for lab in distinct])
+                            ranking = rank(
+                                self.model,
+                                ent_prompt,
+                                [f"[{lab}]" for lab in distinct],
+                                role="entity",
+                                keys=distinct,
+                            )
                             best = ranked_answers(ranking, max_answers=self.keep_entities, ratio=KEEP_RATIO)
                             wanted = {b[1:-1].casefold() for b in best}
                         else:
@@ -651,7 +693,19 @@ class ExploreInteraction(Interaction):
                 attributes="(none)",
             )
             if settings.get("decide", "rank") == "rank":
-                rec["end"] = rank(self.model, end_prompt, ["[Yes]", "[No]"]).best == "[Yes]"
+                reached = tuple(
+                    dict.fromkeys(entity_label(self.kg, x) for t in found for x in (t.head, t.tail))
+                )
+                rec["end"] = (
+                    rank(
+                        self.model,
+                        end_prompt,
+                        ["[Yes]", "[No]"],
+                        role="end",
+                        keys=[(True, reached), (False, reached)],
+                    ).best
+                    == "[Yes]"
+                )
             else:
                 rec["end"] = parse_yes(str(invoke_llm(self.model, end_prompt).content))
             if rec["end"]:

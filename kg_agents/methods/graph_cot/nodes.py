@@ -509,7 +509,9 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
                 if settings.get("decide", "rank") == "rank":
                     labels = list(candidate_answers(method, best))
                     if labels:
-                        ranking = rank(method.model, messages, labels, prefix="Answer: ")
+                        ranking = rank(
+                            method.model, messages, labels, prefix="Answer: ", role="answer", keys=labels
+                        )
                         answers = [ranking.best] if ranking.best else []
                         info["ranking"] = ranking.as_trace(top=5)
                 else:

@@ -291,6 +291,8 @@ def select_relations(
                         deps.llm,
                         deps.prompts["select_relations_rank"].format_messages(question=q, entity=name),
                         rank_options_text(options_rd, name),
+                        role="relation",
+                        keys=[(tuple(members), r, d) for r, d in options_rd],
                     )
                     choices.append(ranking.order()[: ctx.top_k])
                     continue
@@ -461,7 +463,7 @@ def reason(
         labels = list(dict.fromkeys(deps.kg.label(e) for e, d in depths.items() if d == deepest and d > 0))
         if not labels:
             return {"raw_answer": "", "trace": [{"node": "reason", "decide": "rank", "candidates": 0}]}
-        ranking = rank(deps.llm, messages, labels, prefix="Answer: ")
+        ranking = rank(deps.llm, messages, labels, prefix="Answer: ", role="answer", keys=labels)
         answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
         info = {"node": "reason", "decide": "rank", "candidates": len(labels), **ranking.as_trace()}
         return {"raw_answer": "\n".join(answers), "trace": [info]}
