@@ -15,26 +15,27 @@ Make the runs with
 
     python benchmarks/decisions_table.py runs/decide/*
 
-Prints a markdown table: method, hops, route, n, Hits@1 and F1 (exact), Hits@1 (contains), grounded
-answers, faithful paths, LLM calls and seconds per question.
+Prints a markdown table: method, dataset, hops, model (``--model``), route, n, Hits@1 and F1 (exact),
+Hits@1 (contains), grounded answers, faithful paths, LLM calls and seconds per question.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from kg_agents.eval.metrics import MatchRule, mean, score_aliased
 from kg_agents.eval.runner import read_predictions
 
 HEAD = (
-    "| method | hops | route | n | Hits@1 exact | F1 exact | Hits@1 contains | grounded answers "
-    "| faithful paths | LLM calls | s/question |"
+    "| method | dataset | hops | model | route | n | Hits@1 exact | F1 exact | Hits@1 contains "
+    "| grounded answers | faithful paths | LLM calls | s/question |"
 )
 
 
-def row(run: Path) -> tuple[tuple[str, int, str], str] | None:
+def row(run: Path) -> tuple[tuple[str, str, int, str, str], str] | None:
     info_path, summary_path = run / "run.json", run / "summary.json"
     if not info_path.is_file() or not summary_path.is_file():
         return None
@@ -42,7 +43,10 @@ def row(run: Path) -> tuple[tuple[str, int, str], str] | None:
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     options = dict(o.split("=", 1) for o in info.get("options") or [])
     route = options.get("decide", "rank")
-    hops = int(str(info["dataset"]).split("-")[1][0])
+    dataset = str(info["dataset"])
+    found = re.search(r"(\d)h", dataset)
+    hops = int(found.group(1)) if found else 0
+    model = str(info.get("model") or "local")
     recs = list(read_predictions(run / "predictions.jsonl").values())
     if not recs:
         return None
@@ -64,11 +68,12 @@ def row(run: Path) -> tuple[tuple[str, int, str], str] | None:
         return "–" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
     text = (
-        f"| {info['method']} | {hops} | {route} | {len(recs)} | {h1:.3f} | {f1:.3f} | {c1:.3f} "
+        f"| {info['method']} | {dataset.split('-')[0]} | {hops} | {model} | {route} | {len(recs)} "
+        f"| {h1:.3f} | {f1:.3f} | {c1:.3f} "
         f"| {fmt(summary.get('grounded_answer_ratio'))} | {fmt(summary.get('faithful_path_ratio'))} "
         f"| {fmt(summary.get('avg_llm_calls'))} | {fmt(summary.get('avg_seconds'))} |"
     )
-    return (str(info["method"]), hops, route), text
+    return (str(info["method"]), dataset, hops, model, route), text
 
 
 def main() -> None:

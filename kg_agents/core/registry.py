@@ -13,7 +13,7 @@ Example:
     >>> [m.name for m in list_methods()][:3]
     ['dualr', 'gcr', 'graph_agent']
     >>> [t.name for t in list_trainers()]
-    ['dualr', 'gcr', 'hops']
+    ['dualr', 'gcr', 'hops', 'specialist']
 """
 
 from __future__ import annotations
@@ -200,4 +200,9 @@ register_trainer(
     "hops",
     "kg_agents.methods.knowledge_navigator.train:train_hop_classifier",
     "KnowledgeNavigator hop-count head on MetaQA dev-train (frozen MiniLM + softmax head)",
+)
+register_trainer(
+    "specialist",
+    "kg_agents.specialist.train:train_specialist",
+    "one LoRA adapter on the local model for every ranked decision (relations, entities, End?, answers)",
 )

@@ -5,6 +5,9 @@ Valid specs:
 - ``"local"`` (default, also ``None``): the bundled SmolLM2-135M-Instruct as a :class:`LocalChatModel`;
   the instance is cached per process (per set of keyword options).
 - ``"local:/path/to/hf_dir"``: any local Hugging Face causal-LM checkpoint directory.
+- ``"local:specialist"``: the embedded model with the package's specialist adapter (trained for every
+  ranked decision, see :mod:`kg_agents.specialist`); ``"local:/path/to/adapter_dir"``: with an adapter you
+  trained (``kg-agents train specialist``). The adapter is merged once into a cached checkpoint.
 - ``"openai:<model>"``: an OpenAI-compatible server (vLLM, llama.cpp, OpenAI) through
   ``langchain_openai.ChatOpenAI``; ``base_url=`` or ``$OPENAI_BASE_URL``, ``api_key=`` or
   ``$OPENAI_API_KEY`` (default ``"EMPTY"``, what local servers expect).
@@ -27,7 +30,8 @@ from kg_agents.llm.chat import LocalChatModel
 __all__ = ["VALID_FORMS", "check_server", "resolve_chat_model"]
 
 VALID_FORMS = (
-    "'local' (bundled SmolLM2-135M-Instruct), 'local:/path/to/hf_dir', "
+    "'local' (bundled SmolLM2-135M-Instruct), 'local:specialist' (with its specialist adapter), "
+    "'local:/path/to/hf_dir' (a checkpoint or a LoRA adapter folder), "
     "'openai:<model>' (with base_url= or $OPENAI_BASE_URL for vLLM and other servers), "
     "or a langchain BaseChatModel instance"
 )
@@ -154,15 +158,24 @@ def resolve_chat_model(
         path = rest if sep else None
         if sep and not rest:
             raise ConfigError(f"'local:' needs a checkpoint directory; valid forms: {VALID_FORMS}")
-        if path is not None and not os.path.isdir(path):
+        if path is not None and path != "specialist" and not os.path.isdir(path):
             raise ConfigError(f"no model directory at {path!r} (spec {spec!r})")
+        named = None
+        if path is not None:
+            from kg_agents.llm.adapters import is_adapter_dir, merged_model_dir
+
+            if path == "specialist" or is_adapter_dir(path):
+                named = "SmolLM2-135M-Instruct+" + (
+                    "specialist" if path == "specialist" else os.path.basename(os.path.normpath(path))
+                )
+                path = str(merged_model_dir(path))
         key = ("local", path, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
         with _CACHE_LOCK:
             if key not in _CACHE:
                 params: dict[str, Any] = dict(kwargs)
                 if path is not None:
                     params.setdefault("model_path", path)
-                    params.setdefault("model", os.path.basename(os.path.normpath(path)))
+                    params.setdefault("model", named or os.path.basename(os.path.normpath(path)))
                 try:
                     _CACHE[key] = LocalChatModel(**params)
                 except ValueError as exc:

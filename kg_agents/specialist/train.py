@@ -1,0 +1,399 @@
+"""Training the embedded model into a specialist for every ranked decision (one LoRA adapter).
+
+Data (:func:`collect_examples`): each method's own graph runs on the training questions with the
+:class:`~kg_agents.specialist.teacher.Teacher` as its model, so every decision is met with the exact prompt
+and options the method writes; the right options (those a gold path supports) are the targets. Questions
+whose answers no path of at most ``max_hops`` reaches are counted and skipped.
+
+Training (:func:`train_specialist`, ``kg-agents train specialist``): LoRA on the attention projections of
+the embedded SmolLM2-135M-Instruct, the loss on the right reply's tokens as the ranking scores them (the
+chat template's reply plus its end-of-turn token, see :func:`kg_agents.llm.ranking.reply_token_ids`), so
+training raises exactly the score the ranking reads. Resumable: the adapter, optimiser and position are
+saved every ``checkpoint_every`` steps into ``out/last`` (a new folder renamed into place, so a half-written
+checkpoint is never read); a rerun with the same ``out`` continues from there. ``specialist_train.json``
+records the options, the data counts per role and method, the loss curve and the time.
+
+Example:
+    >>> info = train_specialist(hops="1,2,3", limit=200, out="runs/specialist")          # doctest: +SKIP
+    >>> llm = resolve_chat_model("local:runs/specialist")                                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path as FsPath
+from typing import Any
+
+from kg_agents.errors import ConfigError
+from kg_agents.files import atomic_write
+from kg_agents.specialist.teacher import Example, Teacher
+
+__all__ = ["DEFAULT_METHODS", "collect_examples", "train_specialist"]
+
+#: The methods whose decisions the specialist learns (gcr's general reasoner is left out: its training
+#: run would need the beam decoder for every question; its path generator has its own adapter).
+DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_rag,dualr"
+
+
+def collect_examples(
+    kg: Any,
+    questions: Iterable[Any],
+    methods: Sequence[str],
+    *,
+    max_hops: int = 3,
+    options: dict[str, dict[str, Any]] | None = None,
+) -> tuple[list[Example], Counter[str]]:
+    """Run each method on ``questions`` with the teacher; return the decisions met and the counts.
+
+    Args:
+        kg: the knowledge graph.
+        questions: objects with ``id``, ``question``, ``topic_entities``, ``answers``.
+        methods: registered method names.
+        max_hops: longest gold path (questions with none are skipped and counted).
+        options: per-method factory options.
+
+    Returns:
+        ``(examples, counts)``; counts hold ``questions``, ``unreachable``, ``failed`` (a method's run
+        raised), and per method ``METHOD/ROLE`` and ``METHOD/ROLE:no_right``.
+    """
+    from kg_agents.core.registry import create_graph
+
+    qs = list(questions)
+    examples: list[Example] = []
+    counts: Counter[str] = Counter(questions=len(qs))
+    for method in methods:
+        teacher = Teacher(kg, max_hops=max_hops, method=method)
+        graph = create_graph(method, kg, llm=teacher, **(options or {}).get(method, {}))
+        for q in qs:
+            if not teacher.set_question(q.id, list(q.topic_entities or []), list(q.answers)):
+                counts[f"{method}/unreachable"] += 1
+                continue
+            try:
+                graph.invoke({"question": q.question, "topic_entities": list(q.topic_entities or [])})
+            except Exception:  # a method's own error on one question: counted, never trained on
+                counts[f"{method}/failed"] += 1
+        examples.extend(teacher.examples)
+        for k, v in teacher.counts.items():
+            counts[f"{method}/{k}"] += v
+    return examples, counts
+
+
+def _rows(
+    examples: Sequence[Example], tok: Any, max_len: int, rights_per_decision: int
+) -> tuple[list[tuple[list[int], int]], int]:
+    from kg_agents.llm.ranking import reply_token_ids
+
+    rows = []
+    too_long = 0
+    for ex in examples:
+        replies = [ex.replies[i] for i in ex.right[:rights_per_decision]]
+        prompt, conts = reply_token_ids(tok, ex.chat, replies, complete=ex.complete)
+        for c in conts:
+            if len(prompt) + len(c) > max_len:
+                too_long += 1
+                continue
+            rows.append((prompt + c, len(prompt)))
+    return rows, too_long
+
+
+def _load_questions(
+    questions: str | None, kg_file: str | None, hops: list[int], limit: int, seed: int
+) -> Any:
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.kg import open_kg
+
+    if questions:
+        from kg_agents.eval.runner import load_questions_file
+
+        spec = kg_file or "metaqa"
+        qs = list(load_questions_file(questions, spec, split="train", seed=seed, limit=limit or None))
+        return open_kg(spec), qs
+    if kg_file:
+        raise ConfigError("kg= needs questions= (your own questions over your own KG)")
+    kg = open_kg("metaqa")
+    return kg, [q for h in hops for q in load_metaqa(h, "train", seed=seed, limit=limit)]
+
+
+#: The settings that decide the training decisions (the rest only change the optimisation).
+DATA_SETTINGS = ("methods", "hops", "limit", "kg", "questions", "max_hops", "max_per_role", "seed", "split")
+
+
+def _training_decisions(
+    target: FsPath, settings: dict[str, Any]
+) -> tuple[list[Example], Counter[str], float]:
+    """The decisions to train on, their counts and the seconds it took to collect them: read from
+    ``target/decisions.json`` when an earlier run with the same data settings wrote it, else collected
+    with the teacher (a seeded sample of at most ``max_per_role`` per method and role) and written there."""
+    wanted = {k: settings[k] for k in DATA_SETTINGS}
+    cache = target / "decisions.json"
+    if cache.is_file():
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved["settings"] == wanted:
+            decisions = [Example.from_json(d) for d in saved["decisions"]]
+            return decisions, Counter(saved["counts"]), saved["data_seconds"]
+    t0 = time.perf_counter()
+    kg_obj, qs = _load_questions(
+        settings["questions"], settings["kg"], settings["hops"], settings["limit"], settings["seed"]
+    )
+    examples, counts = collect_examples(kg_obj, qs, settings["methods"], max_hops=settings["max_hops"])
+    rng = random.Random(settings["seed"])
+    by_key: dict[tuple[str, str], list[Example]] = {}
+    for ex in examples:
+        by_key.setdefault((ex.method, ex.role), []).append(ex)
+    kept: list[Example] = []
+    for key in sorted(by_key):
+        group = by_key[key]
+        rng.shuffle(group)
+        kept.extend(group[: settings["max_per_role"]])
+        counts[f"{key[0]}/{key[1]}:kept"] = len(group[: settings["max_per_role"]])
+    data_seconds = round(time.perf_counter() - t0, 1)
+    target.mkdir(parents=True, exist_ok=True)
+    record = {
+        "settings": wanted,
+        "counts": dict(counts),
+        "data_seconds": data_seconds,
+        "decisions": [ex.to_json() for ex in kept],
+    }
+    atomic_write(cache, json.dumps(record))
+    return kept, counts, data_seconds
+
+
+def train_specialist(
+    *,
+    methods: str = DEFAULT_METHODS,
+    hops: str = "1,2,3",
+    limit: int = 100,
+    kg: str | None = None,
+    questions: str | None = None,
+    max_hops: int = 3,
+    max_per_role: int = 400,
+    rights_per_decision: int = 1,
+    epochs: int = 1,
+    lr: float = 3e-4,
+    batch_size: int = 8,
+    lora_r: int = 16,
+    lora_alpha: int = 32,
+    max_len: int = 1024,
+    bf16: bool = False,
+    device: str = "cpu",
+    seed: int = 0,
+    log_every: int = 10,
+    checkpoint_every: int = 25,
+    resume: bool = True,
+    out: str = "runs/specialist",
+) -> dict[str, Any]:
+    """Train one LoRA adapter on the embedded model for every ranked decision of ``methods``.
+
+    Args:
+        methods: comma-separated registered methods whose decisions are learnt.
+        hops: MetaQA hop sets to draw training questions from (the seeded dev-train split).
+        limit: questions per hop set (or from ``questions``).
+        kg, questions: your own KG file and questions file instead of MetaQA (see ``kg-agents eval
+            --kg/--questions`` for the formats).
+        max_hops: longest gold path.
+        max_per_role: at most this many decisions per (method, role), a seeded sample, so that no role's
+            volume drowns the others.
+        rights_per_decision: right replies trained per decision (several gold answers, say).
+        epochs, lr, batch_size: the optimisation (AdamW, cosine schedule with 3% warm-up).
+        lora_r, lora_alpha: LoRA rank and scale on q/k/v/o.
+        max_len: rows longer than this many tokens are dropped (counted).
+        bf16: run forward and backward under bfloat16 autocast (faster on CPUs with AMX or AVX512-BF16,
+            and on GPUs).
+        device: ``cpu`` or ``cuda``.
+        seed: data sampling and order.
+        log_every: print the mean loss every this many steps (0: silent).
+        checkpoint_every: save the resumable state every this many steps.
+        resume: continue from ``out/last`` when it exists (with the same options).
+        out: the adapter's folder.
+
+    Returns:
+        The training record (also ``out/specialist_train.json``).
+
+    Raises:
+        ConfigError: bad options, no example, or a checkpoint in ``out`` written with other options.
+    """
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
+
+    from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
+    from kg_agents.methods.gcr.adapter import BASE_MODEL
+
+    try:
+        hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"hops must be comma-separated integers, got {hops!r}") from exc
+    method_list = [m.strip() for m in methods.split(",") if m.strip()]
+    if not method_list:
+        raise ConfigError("methods= names no method")
+    if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
+        raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
+    settings = {
+        "methods": method_list,
+        "hops": hop_list,
+        "limit": limit,
+        "kg": kg,
+        "questions": questions,
+        "max_hops": max_hops,
+        "max_per_role": max_per_role,
+        "rights_per_decision": rights_per_decision,
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "lora_r": lora_r,
+        "lora_alpha": lora_alpha,
+        "max_len": max_len,
+        "bf16": bf16,
+        "seed": seed,
+        "split": "train",
+        "base_model": BASE_MODEL,
+    }
+    target = FsPath(out)
+    last = target / "last"
+    state: dict[str, Any] | None = None
+    if resume and (last / "state.json").is_file():
+        state = json.loads((last / "state.json").read_text())
+        if state["settings"] != settings:
+            raise ConfigError(f"{last} was written with other options; use a new out= or resume=false")
+
+    kept, counts, data_seconds = _training_decisions(target, settings)
+    tok = load_local_tokenizer()
+    rows, too_long = _rows(kept, tok, max_len, rights_per_decision)
+    counts["rows_too_long"] = too_long
+    if not rows:
+        raise ConfigError("no training example: no decision of these methods has a right option")
+
+    torch.manual_seed(seed)
+    base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
+    if state is not None:
+        model = PeftModel.from_pretrained(base, str(last), is_trainable=True)
+    else:
+        cfg = LoraConfig(
+            r=lora_r,
+            lora_alpha=lora_alpha,
+            lora_dropout=0.05,
+            task_type="CAUSAL_LM",
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+        )
+        model = get_peft_model(base, cfg)
+    model.to(device)
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    per_epoch = math.ceil(len(rows) / batch_size)
+    total = epochs * per_epoch
+    tokens = sum(len(ids) for ids, _ in rows)
+    print(
+        f"specialist train: {len(kept)} decisions, {len(rows)} rows, {tokens} tokens, {total} steps",
+        file=sys.stderr,
+        flush=True,
+    )
+    sched = get_cosine_schedule_with_warmup(opt, max(1, int(0.03 * total)), total)
+    step = 0
+    curve: list[list[float]] = []
+    train_seconds = 0.0
+    if state is not None:
+        opt_state = torch.load(last / "optimizer.pt", map_location=device, weights_only=True)
+        opt.load_state_dict(opt_state["optimizer"])
+        sched.load_state_dict(opt_state["scheduler"])
+        step, curve, train_seconds = state["step"], state["loss_curve"], state["train_seconds"]
+        print(f"specialist train: resumed at step {step}/{total}", file=sys.stderr, flush=True)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    orders: list[list[int]] = []
+    order_rng = random.Random(seed + 1)
+    for _ in range(epochs):  # batches of similar lengths (little padding), in a seeded random order
+        o = list(range(len(rows)))
+        order_rng.shuffle(o)
+        o.sort(key=lambda j: len(rows[j][0]))
+        batches = [o[i : i + batch_size] for i in range(0, len(o), batch_size)]
+        order_rng.shuffle(batches)
+        orders.extend(batches)
+
+    def save(where: FsPath) -> None:
+        tmp = where.parent / f".{where.name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(str(tmp))
+        _portable_config(tmp / "adapter_config.json", BASE_MODEL)
+        torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optimizer.pt")
+        (tmp / "state.json").write_text(
+            json.dumps(
+                {"settings": settings, "step": step, "loss_curve": curve, "train_seconds": train_seconds}
+            )
+        )
+        old = where.parent / f".{where.name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if where.exists():
+            where.rename(old)
+        tmp.rename(where)
+        shutil.rmtree(old, ignore_errors=True)
+
+    target.mkdir(parents=True, exist_ok=True)
+    window: list[float] = []
+    t_start = time.perf_counter() - train_seconds
+    while step < total:
+        batch = [rows[j] for j in orders[step]]
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.full((len(batch), width), pad)
+        labels = torch.full((len(batch), width), -100)
+        attn = torch.zeros((len(batch), width), dtype=torch.long)
+        for b, (ids, plen) in enumerate(batch):
+            input_ids[b, : len(ids)] = torch.tensor(ids)
+            attn[b, : len(ids)] = 1
+            labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+            loss = model(
+                input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
+            ).loss
+        loss.backward()
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        step += 1
+        window.append(float(loss.item()))
+        train_seconds = time.perf_counter() - t_start
+        if log_every > 0 and len(window) >= log_every:
+            curve.append([step, sum(window) / len(window)])
+            window = []
+            print(
+                f"specialist train: step {step}/{total} loss {curve[-1][1]:.4f} ({train_seconds:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        if checkpoint_every > 0 and step % checkpoint_every == 0 and step < total:
+            save(last)
+    model.save_pretrained(str(target))
+    _portable_config(target / "adapter_config.json", BASE_MODEL)
+    roles = Counter({k: v for k, v in counts.items() if k.endswith(":kept")})
+    info = {
+        **settings,
+        "out": str(target),
+        "device": device,
+        "rows": len(rows),
+        "tokens": tokens,
+        "decisions": len(kept),
+        "counts": dict(sorted(counts.items())),
+        "decisions_per_role": dict(sorted(roles.items())),
+        "steps": step,
+        "data_seconds": round(data_seconds, 1),
+        "train_seconds": round(train_seconds, 1),
+        "first_loss": curve[0][1] if curve else None,
+        "last_loss": curve[-1][1] if curve else None,
+        "loss_curve": curve,
+        "adapter_bytes": sum(f.stat().st_size for f in target.glob("adapter_model.*")),
+    }
+    atomic_write(target / "specialist_train.json", json.dumps(info, indent=1))
+    shutil.rmtree(last, ignore_errors=True)
+    return info
+
+
+def _portable_config(path: FsPath, base_model: str) -> None:
+    """Name the base model in ``adapter_config.json`` instead of this machine's cache path."""
+    cfg = json.loads(path.read_text())
+    cfg["base_model_name_or_path"] = base_model
+    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,111 @@
+"""``kg-agents train specialist`` for real: the embedded model, LoRA, your own KG and questions files, a run
+interrupted and resumed from its last checkpoint, and the adapter loaded back through the resolver."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kg_agents.errors import ConfigError
+from kg_agents.eval.datasets import split_indices
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+QUESTIONS = [
+    "who directed [Splash]\tRon Howard",
+    "who wrote [Splash]\tBabaloo Mandel|Lowell Ganz",
+    "who directed the films written by [Babaloo Mandel]\tRon Howard",
+    "what films did [Ron Howard] direct\tSplash|Parenthood",
+]
+
+
+@pytest.fixture
+def user_files(tmp_path):
+    kg = tmp_path / "kb.txt"
+    kg.write_text("".join(f"{h}|{r}|{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+    qs = tmp_path / "questions.txt"
+    qs.write_text("\n".join(QUESTIONS) + "\n", encoding="utf-8")
+    return str(kg), str(qs)
+
+
+def options(user_files, out):
+    kg, qs = user_files
+    return dict(
+        kg=kg,
+        questions=qs,
+        methods="graph_rag,knowledge_navigator",
+        limit=0,
+        batch_size=2,
+        lora_r=2,
+        lora_alpha=4,
+        max_len=768,
+        log_every=1,
+        checkpoint_every=1,
+        out=str(out),
+    )
+
+
+def test_train_on_your_own_kg_interrupted_and_resumed(user_files, tmp_path, monkeypatch, capsys):
+    import torch
+
+    from kg_agents.specialist import train as train_module
+    from kg_agents.llm.adapters import is_adapter_dir
+    from kg_agents.specialist.train import train_specialist
+
+    out = tmp_path / "adapter"
+    calls = {"n": 0}
+    real_step = torch.optim.AdamW.step
+
+    class Killed(Exception):
+        pass
+
+    def failing_step(self, *a, **k):  # the second optimiser step dies, as a killed run would
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise Killed
+        return real_step(self, *a, **k)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", failing_step)
+    with pytest.raises(Killed):
+        train_specialist(**options(user_files, out))
+    monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
+    state = json.loads((out / "last" / "state.json").read_text())
+    assert state["step"] == 1 and not is_adapter_dir(out)  # only the checkpoint, no finished adapter
+    assert json.loads((out / "decisions.json").read_text())["decisions"]
+
+    def no_collection(*a, **k):
+        raise AssertionError("the decisions of the first run are reused")
+
+    monkeypatch.setattr(train_module, "collect_examples", no_collection)
+
+    with pytest.raises(ConfigError, match="other options"):
+        train_specialist(**{**options(user_files, out), "lr": 1e-3})
+
+    info = train_specialist(**options(user_files, out))
+    assert "resumed at step 1/" in capsys.readouterr().err
+    assert info["steps"] == info["rows"] // 2 + info["rows"] % 2 and info["steps"] >= 2
+    assert len(info["loss_curve"]) == info["steps"]  # step 1's loss kept from before the interruption
+    assert info["decisions_per_role"]["graph_rag/answer:kept"] >= 1
+    assert info["counts"]["questions"] == len(split_indices(len(QUESTIONS), "train"))  # seeded train split
+    assert is_adapter_dir(out) and not (out / "last").exists()
+    record = json.loads((out / "specialist_train.json").read_text())
+    assert record["steps"] == info["steps"] and record["adapter_bytes"] > 0
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"].startswith(
+        "HuggingFaceTB/"
+    )
+
+
+def test_bad_options_are_config_errors(user_files, tmp_path):
+    from kg_agents.specialist.train import train_specialist
+
+    opts = options(user_files, tmp_path / "a")
+    with pytest.raises(ConfigError, match="hops"):
+        train_specialist(**{**opts, "questions": None, "kg": None, "hops": "one"})
+    with pytest.raises(ConfigError, match="names no method"):
+        train_specialist(**{**opts, "methods": " , "})
+    with pytest.raises(ConfigError, match="device"):
+        train_specialist(**{**opts, "device": "tpu"})
+    with pytest.raises(ConfigError, match="needs questions"):
+        train_specialist(**{**opts, "questions": None})
