@@ -1,0 +1,208 @@
+"""Crash-safe runs: ``kg-agents eval``, ``train`` and ``build-tries`` killed at random moments and resumed.
+
+Each test runs the command as a subprocess (:mod:`tests.cli.scripted_cli`: a scripted chat model, and
+writes cut in two by a pause so that a kill can land inside one), kills it with SIGKILL many times
+after seeded random delays or while a write is half done, resumes it each time, and compares the end
+with an uninterrupted run. Ctrl-C (SIGINT) must end a run with status 130, what finished kept, and one
+line naming the command that resumes it.
+
+Run them with ``pytest tests/cli/test_crash_safety.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kg_agents.eval.runner import PREDICTIONS, SUMMARY, read_predictions, repair_predictions
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = {
+    "directed_by": "who directed [{}]",
+    "starred_actors": "who starred in [{}]",
+    "written_by": "who wrote [{}]",
+    "release_year": "when was [{}] released",
+}
+TIMING = {"seconds", "avg_seconds"}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    for key in (
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+        "TRANSFORMERS_VERBOSITY",
+        "TRANSFORMERS_NO_ADVISORY_WARNINGS",
+    ):
+        env.pop(key, None)
+    return {**env, **extra}
+
+
+def _start(args: list[str], **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.cli.scripted_cli", *args],
+        cwd=ROOT,
+        env=_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    p = _start(args, **env)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
+
+
+def _wait_for(check: Any, p: subprocess.Popen[str], timeout: float = 30.0) -> bool:
+    """Poll ``check()`` every 5 ms until it holds (True) or ``p`` ended (False)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        if p.poll() is not None:
+            return False
+        time.sleep(0.005)
+    raise AssertionError("the condition never held")
+
+
+def _kill(p: subprocess.Popen[str]) -> bool:
+    """SIGKILL ``p``; True when it was still running."""
+    running = p.poll() is None
+    if running:
+        p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    return running
+
+
+@pytest.fixture
+def kg_and_questions(tmp_path: Path) -> tuple[str, str, int]:
+    """The contract KG as a triples file and 48 questions about it (16 distinct, each three times)."""
+    kg = tmp_path / "kb.tsv"
+    kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+    gold: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for h, r, t in CONTRACT_TRIPLES:
+        if r in TEMPLATES:
+            gold[(h, r)].append(t)
+    lines = [TEMPLATES[r].format(h) + "\t" + "|".join(ts) for (h, r), ts in gold.items()] * 3
+    qs = tmp_path / "qs.txt"
+    qs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(kg), str(qs), len(lines)
+
+
+def _eval_args(kg: str, qs: str, out: Path) -> list[str]:
+    out_args = ["--out", str(out), "--no-progress", "--concurrency", "2"]
+    return ["eval", "--method", "graph_rag", "--kg", kg, "--questions", qs, *out_args]
+
+
+def _complete_lines(path: Path) -> list[dict[str, Any]]:
+    """Every complete line of ``predictions.jsonl`` parsed (a failure to parse fails the test)."""
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [json.loads(line) for line in text.splitlines(keepends=True) if line.endswith("\n")]
+
+
+def _torn(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
+
+
+def _without_timing(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _without_timing(v) for k, v in x.items() if k not in TIMING}
+    return x
+
+
+def test_a_torn_last_line_is_dropped_never_counted_and_the_question_runs_again(tmp_path):
+    path = tmp_path / PREDICTIONS
+    whole = json.dumps({"id": "q1", "predictions": ["a"], "error": None}) + "\n"
+    cut = json.dumps({"id": "q2", "predictions": ["b"], "error": None})
+    path.write_text(whole + cut[: len(cut) // 2], encoding="utf-8")
+    assert set(read_predictions(path)) == {"q1"}  # the torn line is not read
+    assert repair_predictions(path) == len(cut) // 2
+    assert path.read_text(encoding="utf-8") == whole
+    assert repair_predictions(path) == 0
+    # a torn line that is a whole record but for its newline is dropped too (its write did not finish)
+    path.write_text(whole + cut, encoding="utf-8")
+    assert set(read_predictions(path)) == {"q1"} and repair_predictions(path) == len(cut)
+    # a file that is one torn line becomes empty; a corrupt complete line is an error, not skipped
+    path.write_text(cut[:5], encoding="utf-8")
+    assert repair_predictions(path) == 5 and path.read_bytes() == b""
+    path.write_text(whole + "{not json\n" + whole, encoding="utf-8")
+    from kg_agents.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match=r"predictions.jsonl:2: not a prediction record"):
+        read_predictions(path)
+
+
+def test_eval_killed_many_times_resumes_to_the_uninterrupted_result(tmp_path, kg_and_questions):
+    """SIGKILL 12 times (every third while a line is half written); resume; same predictions and summary."""
+    kg, qs, n = kg_and_questions
+    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
+    _finish(_eval_args(kg, qs, ref_dir))
+    ref = read_predictions(ref_dir / PREDICTIONS)
+    assert len(ref) == n
+    rng = random.Random(20261125)
+    args = _eval_args(kg, qs, run_dir)
+    pred = run_dir / PREDICTIONS
+    kills = torn = 0
+    for round_ in range(12):
+        p = _start(args, SCRIPTED_CLI_SLOW="predictions", SCRIPTED_CLI_PAUSE="0.04")
+        if round_ % 3 == 2:  # wait until a line is half written, then kill
+            _wait_for(lambda: _torn(pred), p)
+        else:
+            time.sleep(rng.uniform(0.2, 2.5))
+        kills += _kill(p)
+        torn += _torn(pred)
+        lines = _complete_lines(pred)  # every complete line parses
+        ids = [r["id"] for r in lines]
+        assert len(ids) == len(set(ids)), "a question was written twice"
+        assert all(not r["error"] for r in lines)
+        if (run_dir / "run.json").is_file():
+            json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        if len(ids) == n:
+            break
+    assert kills >= 8 and torn >= 3, (kills, torn)
+    _finish(args)
+    lines = _complete_lines(pred)
+    assert pred.read_bytes().endswith(b"\n")
+    assert len(lines) == n and {r["id"] for r in lines} == set(ref)
+    assert {r["id"]: _without_timing(r) for r in lines} == {i: _without_timing(r) for i, r in ref.items()}
+    summary = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
+    ref_summary = json.loads((ref_dir / SUMMARY).read_text(encoding="utf-8"))
+    assert _without_timing(summary) == _without_timing(ref_summary) and summary["n"] == n
+
+
+def test_ctrl_c_ends_eval_with_what_finished_and_the_resume_command(tmp_path, kg_and_questions):
+    kg, qs, n = kg_and_questions
+    out = tmp_path / "run"
+    args = _eval_args(kg, qs, out)
+    pred = out / PREDICTIONS
+    p = _start(args, SCRIPTED_CLI_SLOW="predictions", SCRIPTED_CLI_PAUSE="0.04")
+    assert _wait_for(lambda: len(_complete_lines(pred)) >= 3, p)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    done = _complete_lines(pred)
+    assert 3 <= len(done) < n and pred.read_bytes().endswith(b"\n")  # what finished is flushed
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"kg-agents: interrupted; {len(done)} finished questions are in {pred}; "
+        f"to resume, run: kg-agents {shlex.join(args)}"
+    )
+    assert not (out / SUMMARY).exists()
+    _finish(args)
+    assert len(_complete_lines(pred)) == n and len(read_predictions(pred)) == n
