@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_target", "atomic_write", "cache_root", "safe_name"]
+__all__ = ["atomic_target", "atomic_write", "cache_root", "remove_temporaries", "safe_name"]
 
 
 def cache_root(*parts: str) -> Path:
@@ -76,3 +76,26 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_target(path) as tmp:
         tmp.write_bytes(raw)
+
+
+def remove_temporaries(directory: str | os.PathLike[str], pattern: str = "*") -> int:
+    """Remove the temporary files that :func:`atomic_target` left in ``directory`` for targets whose
+    names match ``pattern`` (a glob) when a process was killed while writing them; return how many.
+
+    Call it only where no other process is writing the same targets at the same time.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / ".last.pt.k2j4x9_a.pt").write_bytes(b"half")
+        >>> _ = (d / "last.pt").write_bytes(b"whole")
+        >>> remove_temporaries(d, "last.pt"), sorted(p.name for p in d.iterdir())
+        (1, ['last.pt'])
+    """
+    n = 0
+    for tmp in Path(directory).glob(f".{pattern}.*"):
+        if tmp.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                n += 1
+    return n

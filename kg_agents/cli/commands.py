@@ -454,8 +454,9 @@ def cmd_build_tries(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     out = Path(args.out)
-    summary["total_bytes"] = sum(f.stat().st_size for f in out.glob("*.npz"))
-    summary["files"] = len(list(out.glob("*.npz")))
+    files = [f for f in out.glob("*.npz") if not f.name.startswith(".")]  # not a temporary file
+    summary["total_bytes"] = sum(f.stat().st_size for f in files)
+    summary["files"] = len(files)
     if args.json:
         print(json.dumps(_jsonable(summary), indent=2))
         return 0

@@ -7,7 +7,8 @@ contract KG with that film's director (so a run's answers are exact and known in
 ``SCRIPTED_CLI_SLOW`` (comma-separated: ``predictions``, ``torch``, ``npz``) and
 ``SCRIPTED_CLI_PAUSE`` (seconds) make those writes slow: each writes its first half, flushes, pauses,
 then writes the rest, so that a kill can land inside a write. Only this test helper does that; the
-package has no such hook.
+package has no such hook. ``SCRIPTED_CLI_BYTE_TOKENIZER=1`` gives ``build-tries`` :class:`ByteTokenizer`
+instead of the local model's tokenizer (which takes seconds to load, on every restart).
 """
 
 from __future__ import annotations
@@ -57,6 +58,18 @@ class _SlowAppend:
         self._fh.close()
 
 
+class ByteTokenizer:
+    """A tokenizer whose tokens are the UTF-8 bytes of the text (what KG-Tries need of one)."""
+
+    def __len__(self) -> int:
+        return 256
+
+    def __call__(self, text: str | list[str], add_special_tokens: bool = False) -> dict[str, Any]:
+        texts = [text] if isinstance(text, str) else text
+        ids = [list(t.encode("utf-8")) for t in texts]
+        return {"input_ids": ids[0] if isinstance(text, str) else ids}
+
+
 def _slow_down() -> None:
     if "predictions" in SLOW:
         from kg_agents.eval import runner
@@ -95,6 +108,10 @@ def main() -> int:
     llm = FakeChat(rules=RULES, default="Answer: nobody")
     cli.resolve_model = lambda spec, **options: llm  # type: ignore[assignment]
     _slow_down()
+    if os.environ.get("SCRIPTED_CLI_BYTE_TOKENIZER"):
+        from kg_agents.methods.gcr import build_tries
+
+        build_tries.load_local_tokenizer = ByteTokenizer  # type: ignore[assignment]
     return cli.main(sys.argv[1:])
 
 

@@ -206,3 +206,110 @@ def test_ctrl_c_ends_eval_with_what_finished_and_the_resume_command(tmp_path, kg
     assert not (out / SUMMARY).exists()
     _finish(args)
     assert len(_complete_lines(pred)) == n and len(read_predictions(pred)) == n
+
+
+# --------------------------------------------------------------------------- build-tries
+def _entities_file(tmp_path: Path) -> tuple[str, str, list[str]]:
+    kg = tmp_path / "kb.tsv"
+    kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+    names = sorted({x for h, _, t in CONTRACT_TRIPLES for x in (h, t)})
+    ents = tmp_path / "entities.txt"
+    ents.write_text("\n".join(names) + "\n", encoding="utf-8")
+    return str(kg), str(ents), names
+
+
+def _tries_args(kg: str, ents: str, out: Path) -> list[str]:
+    return ["build-tries", "--kg", kg, "--entities", ents, "--hops", "2", "--out", str(out), "--json"]
+
+
+def _indexed_tries(out: Path) -> dict[str, tuple[list[list[int]], list[str]]]:
+    """Every trie that ``index.json`` names, loaded (a file that does not load fails the test)."""
+    from kg_agents.methods.gcr.trie import KGTrie
+
+    if not (out / "index.json").is_file():
+        return {}
+    index = json.loads((out / "index.json").read_text(encoding="utf-8"))
+    tries = {e: KGTrie.load(out / name) for e, name in index["entities"].items()}
+    return {e: ([list(s) for s in t.sequences], list(t.texts)) for e, t in tries.items()}
+
+
+def _temporaries(out: Path) -> list[Path]:
+    return [f for f in out.glob(".*") if f.is_file()] if out.is_dir() else []
+
+
+def test_build_tries_killed_many_times_resumes_to_the_uninterrupted_tries(tmp_path):
+    """SIGKILL 8 times (every other while a trie file is half written); no half file is ever read."""
+    kg, ents, names = _entities_file(tmp_path)
+    env = {"SCRIPTED_CLI_BYTE_TOKENIZER": "1"}
+    ref_dir, out = tmp_path / "ref", tmp_path / "tries"
+    _finish(_tries_args(kg, ents, ref_dir), **env)
+    ref = _indexed_tries(ref_dir)
+    assert sorted(ref) == names
+    rng = random.Random(7)
+    kills = torn = 0
+    for round_ in range(8):
+        p = _start(_tries_args(kg, ents, out), SCRIPTED_CLI_SLOW="npz", SCRIPTED_CLI_PAUSE="0.1", **env)
+        if round_ % 2:
+            _wait_for(lambda: any(f.stat().st_size for f in _temporaries(out)), p)
+        else:
+            time.sleep(rng.uniform(0.5, 3.0))
+        kills += _kill(p)
+        torn += bool(_temporaries(out))
+        have = _indexed_tries(out)  # every indexed file is whole
+        assert all(have[e] == ref[e] for e in have)
+        if len(have) == len(names):
+            break
+    assert kills >= 6 and torn >= 3, (kills, torn)
+    r = _finish(_tries_args(kg, ents, out), **env)
+    summary = json.loads(r.stdout)
+    assert sorted(summary["built"] + summary["skipped_existing"]) == names
+    assert summary["files"] == len(names)
+    assert _indexed_tries(out) == ref and not _temporaries(out)
+
+
+def test_ctrl_c_ends_build_tries_with_the_built_tries_indexed(tmp_path):
+    kg, ents, names = _entities_file(tmp_path)
+    env = {"SCRIPTED_CLI_BYTE_TOKENIZER": "1", "SCRIPTED_CLI_SLOW": "npz", "SCRIPTED_CLI_PAUSE": "0.1"}
+    out = tmp_path / "tries"
+    args = _tries_args(kg, ents, out)
+    p = _start(args, **env)
+    assert _wait_for(lambda: len([f for f in out.glob("*.npz") if f.name[0] != "."]) >= 2, p)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "kg-agents: interrupted; the tries built so far are kept; "
+        f"to resume, run: kg-agents {shlex.join(args)}"
+    )
+    kept = _indexed_tries(out)
+    assert 2 <= len(kept) < len(names) and not _temporaries(out)
+    summary = json.loads(_finish(args, SCRIPTED_CLI_BYTE_TOKENIZER="1").stdout)
+    assert sorted(summary["skipped_existing"]) == sorted(kept)
+    assert len(summary["built"]) == len(names) - len(kept)
+
+
+def test_an_interrupted_overwrite_never_leaves_an_index_of_other_settings(tmp_path, monkeypatch):
+    """Rebuilding with other settings writes the new index first: the old one never names a new file."""
+    from kg_agents.kg import open_kg
+    from kg_agents.methods.gcr import trie as trie_mod
+    from tests.cli.scripted_cli import ByteTokenizer
+
+    kg_file, _, _ = _entities_file(tmp_path)
+    kg, tok, out = open_kg(kg_file), ByteTokenizer(), tmp_path / "tries"
+    trie_mod.build_tries(kg, ["Splash", "Big"], tok, out, max_hops=2)
+    build = trie_mod.build_trie
+    calls = []
+
+    def build_once(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(trie_mod, "build_trie", build_once)
+    with pytest.raises(KeyboardInterrupt):
+        trie_mod.build_tries(kg, ["Splash", "Big"], tok, out, max_hops=1, overwrite=True)
+    index = json.loads((out / "index.json").read_text(encoding="utf-8"))
+    assert index["settings"]["max_hops"] == 1 and list(index["entities"]) == ["Splash"]
+    one_hop = trie_mod.KGTrie.load(out / index["entities"]["Splash"])
+    assert all(t.count(" -> ") == 2 for t in one_hop.texts)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.files import atomic_target, atomic_write
+from kg_agents.files import atomic_target, atomic_write, remove_temporaries
 from kg_agents.kg.base import KnowledgeGraph, Path
 from kg_agents.kg.paths import enumerate_paths
 
@@ -64,6 +64,8 @@ PATH_END = "</PATH>"
 #: Key of a node's "a path ends here" mark (token ids are >= 0).
 END = -1
 FORMAT_VERSION = 1
+#: :func:`build_tries` writes ``index.json`` at least this often (seconds) while it builds.
+INDEX_EVERY_S = 1.0
 
 
 def format_path(path: Path | str) -> str:
@@ -363,6 +365,11 @@ def build_tries(
     Writes ``<sha1>.npz`` per entity and ``index.json`` (entity -> file, settings, KG fingerprint)
     into ``directory``. Unknown entities are skipped and listed in the summary.
 
+    Crash-safe: each file is written to a temporary name and renamed, and the index names a file only
+    once it is whole; the index is rewritten every :data:`INDEX_EVERY_S` seconds and when the build
+    ends, for whatever reason. So a build that was killed resumes (a rerun skips what the index names)
+    and a half-written trie file is never read.
+
     Args:
         kg: the knowledge graph.
         entities: entity ids to build tries for.
@@ -396,6 +403,13 @@ def build_tries(
                 f"{out} holds tries built with other settings {old.get('settings')}; "
                 "use another directory or overwrite=True"
             )
+    remove_temporaries(out, "*.npz")  # what a killed build left half-written
+    remove_temporaries(out, "index.json")
+    # The index names only finished files built with its settings: written before any file is
+    # replaced (so an index of other settings never names a new file), then at least every
+    # INDEX_EVERY_S seconds and at the end, also when the build stops early (Ctrl-C).
+    atomic_write(index_file, json.dumps(index))
+    written = time.monotonic()
     summary: dict[str, Any] = {
         "built": [],
         "skipped_existing": [],
@@ -404,31 +418,36 @@ def build_tries(
         "seconds": [],
         "bytes": [],
     }
-    for e in dict.fromkeys(entities):
-        if not kg.has_entity(e):
-            summary["unknown"].append(e)
-            continue
-        name = entity_file_name(e)
-        if not overwrite and index["entities"].get(e) == name and (out / name).is_file():
-            summary["skipped_existing"].append(e)
-            continue
-        trie = build_trie(
-            kg,
-            [e],
-            tokenizer,
-            max_hops=max_hops,
-            fanout_limit=fanout_limit,
-            max_paths=max_paths,
-            tokenizer_sig=sig,
-        )
-        trie.save(out / name)
-        index["entities"][e] = name
-        summary["built"].append(e)
-        summary["seconds"].append(trie.stats.seconds)
-        summary["bytes"].append((out / name).stat().st_size)
-        if trie.stats.truncated:
-            summary["truncated"].append(e)
-    atomic_write(index_file, json.dumps(index))
+    try:
+        for e in dict.fromkeys(entities):
+            if not kg.has_entity(e):
+                summary["unknown"].append(e)
+                continue
+            name = entity_file_name(e)
+            if not overwrite and index["entities"].get(e) == name and (out / name).is_file():
+                summary["skipped_existing"].append(e)
+                continue
+            trie = build_trie(
+                kg,
+                [e],
+                tokenizer,
+                max_hops=max_hops,
+                fanout_limit=fanout_limit,
+                max_paths=max_paths,
+                tokenizer_sig=sig,
+            )
+            trie.save(out / name)
+            index["entities"][e] = name
+            summary["built"].append(e)
+            summary["seconds"].append(trie.stats.seconds)
+            summary["bytes"].append((out / name).stat().st_size)
+            if trie.stats.truncated:
+                summary["truncated"].append(e)
+            if time.monotonic() - written >= INDEX_EVERY_S:
+                atomic_write(index_file, json.dumps(index))
+                written = time.monotonic()
+    finally:
+        atomic_write(index_file, json.dumps(index))
     return summary
 
 
