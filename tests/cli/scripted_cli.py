@@ -8,7 +8,9 @@ contract KG with that film's director (so a run's answers are exact and known in
 ``SCRIPTED_CLI_PAUSE`` (seconds) make those writes slow: each writes its first half, flushes, pauses,
 then writes the rest, so that a kill can land inside a write. Only this test helper does that; the
 package has no such hook. ``SCRIPTED_CLI_BYTE_TOKENIZER=1`` gives ``build-tries`` :class:`ByteTokenizer`
-instead of the local model's tokenizer (which takes seconds to load, on every restart).
+instead of the local model's tokenizer (which takes seconds to load, on every restart), and
+``SCRIPTED_CLI_HASH_ENCODER=1`` gives ``train dualr`` :class:`HashEncoder` instead of the sentence
+encoder, for the same reason.
 """
 
 from __future__ import annotations
@@ -70,6 +72,25 @@ class ByteTokenizer:
         return {"input_ids": ids[0] if isinstance(text, str) else ids}
 
 
+class HashEncoder:
+    """A text encoder: the normalised sum of one fixed random vector per word (seeded by the word)."""
+
+    name = "hash-words"
+    dim = 32
+
+    def __call__(self, texts: Any) -> Any:
+        import zlib
+
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i] += np.random.default_rng(zlib.crc32(word.encode())).standard_normal(self.dim)
+            out[i] /= max(float(np.linalg.norm(out[i])), 1e-6)
+        return out
+
+
 def _slow_down() -> None:
     if "predictions" in SLOW:
         from kg_agents.eval import runner
@@ -112,6 +133,10 @@ def main() -> int:
         from kg_agents.methods.gcr import build_tries
 
         build_tries.load_local_tokenizer = ByteTokenizer  # type: ignore[assignment]
+    if os.environ.get("SCRIPTED_CLI_HASH_ENCODER"):
+        from kg_agents.methods.dualr import train
+
+        train.get_text_encoder = lambda name=None: HashEncoder()  # type: ignore[assignment]
     return cli.main(sys.argv[1:])
 
 

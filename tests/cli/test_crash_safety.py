@@ -313,3 +313,108 @@ def test_an_interrupted_overwrite_never_leaves_an_index_of_other_settings(tmp_pa
     assert index["settings"]["max_hops"] == 1 and list(index["entities"]) == ["Splash"]
     one_hop = trie_mod.KGTrie.load(out / index["entities"]["Splash"])
     assert all(t.count(" -> ") == 2 for t in one_hop.texts)
+
+
+# --------------------------------------------------------------------------- train
+def _train_args(tmp_path: Path, out: Path) -> list[str]:
+    kg = tmp_path / "kb.tsv"
+    qs = tmp_path / "train.jsonl"
+    if not qs.is_file():
+        kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+        gold: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for h, r, t in CONTRACT_TRIPLES:
+            if r in TEMPLATES:
+                gold[(h, r)].append(t)
+        rows = [
+            {"question": TEMPLATES[r].format(h), "answers": ts, "topic_entities": [h]}
+            for (h, r), ts in gold.items()
+        ] * 3
+        qs.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    settings = [
+        f"kg={kg}",
+        f"questions={qs}",
+        f"out={out}",
+        "epochs=4",
+        "batch_size=4",
+        "checkpoint_every=2",
+        "hidden=16",
+        "layers=2",
+        "top_k=10",
+        "patience=10",
+        "threads=1",
+        "progress=false",
+    ]
+    return ["train", "dualr", *[x for s in settings for x in ("--set", s)]]
+
+
+def _checkpoint_state(out: Path) -> tuple[int, int, list[dict[str, Any]]] | None:
+    """``(epoch, step, history)`` of ``last.pt`` (a file that does not load fails the test), or None."""
+    import torch
+
+    from kg_agents.methods.dualr.gnn.explorer import DualRExplorer
+
+    if (out / "best.pt").is_file():
+        DualRExplorer.load(out / "best.pt")
+    if not (out / "last.pt").is_file():
+        return None
+    state = torch.load(out / "last.pt", map_location="cpu", weights_only=False)
+    return state["epoch"], state["step"], state["history"]
+
+
+def _history(h: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in rec.items() if k != "train_seconds"} for rec in h]
+
+
+@pytest.mark.slow
+def test_train_dualr_killed_many_times_resumes_to_the_uninterrupted_model(tmp_path):
+    """Ctrl-C once, then SIGKILL 4 times (every other while a checkpoint is half written); resume.
+
+    Each restart pays the imports of torch and torch_geometric (seconds), hence few rounds and ``slow``.
+    """
+    import torch
+
+    env = {"SCRIPTED_CLI_HASH_ENCODER": "1", "KG_AGENTS_CACHE": str(tmp_path / "cache")}
+    ref_dir, out = tmp_path / "ref", tmp_path / "dualr"
+    ref = json.loads(_finish(_train_args(tmp_path, ref_dir), **env).stdout)
+    assert [rec["epoch"] for rec in ref["history"]] == [1, 2, 3, 4]
+    args = _train_args(tmp_path, out)
+    slow = {**env, "SCRIPTED_CLI_SLOW": "torch", "SCRIPTED_CLI_PAUSE": "0.1"}
+    rng = random.Random(3)
+    seen: tuple[int, int] = (0, 0)
+    kills = torn = 0
+    for round_ in range(5):
+        p = _start(args, **slow)
+        if round_ % 2:  # kill while a checkpoint is half written
+            _wait_for(lambda: any(f.stat().st_size for f in _temporaries(out)), p, timeout=60)
+        else:  # at a random moment once training runs
+            _wait_for(lambda: (out / "last.pt").is_file() or bool(_temporaries(out)), p, timeout=60)
+            time.sleep(rng.uniform(0.0, 1.5))
+        if round_ == 0:
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 130 and "Traceback" not in err, err
+            assert err.strip().splitlines()[-1] == (
+                "kg-agents: interrupted; to resume from the last checkpoint, "
+                f"run: kg-agents {shlex.join(args)}"
+            )
+            assert not _temporaries(out)  # the checkpoint being written was dropped, not left half
+        else:
+            kills += _kill(p)
+            torn += bool(_temporaries(out))
+        state = _checkpoint_state(out)  # loads: never half-written
+        if state is not None:
+            epoch, step, history = state
+            assert (epoch, step) >= seen, ((epoch, step), seen)  # never goes back
+            assert [rec["epoch"] for rec in history] == list(range(1, epoch + 1))
+            seen = (epoch, step)
+    assert kills >= 3 and torn >= 2, (kills, torn)
+    res = json.loads(_finish(args, **env).stdout)
+    # the same training: the same epochs, losses, validation scores and weights
+    assert _history(res["history"]) == _history(ref["history"])
+    assert res["val_hits1"] == ref["val_hits1"] and res["best_epoch"] == ref["best_epoch"]
+    mine = torch.load(out / "best.pt", map_location="cpu", weights_only=False)
+    theirs = torch.load(ref_dir / "best.pt", map_location="cpu", weights_only=False)
+    assert mine["state_dict"].keys() == theirs["state_dict"].keys()
+    for key, tensor in theirs["state_dict"].items():
+        assert torch.equal(mine["state_dict"][key], tensor), key
+    assert sorted(f.name for f in out.iterdir()) == ["best.pt", "last.pt"]
