@@ -640,7 +640,7 @@ def interrupted_message(args: argparse.Namespace, argv: Sequence[str]) -> str:
             resumes = False
         if resumes:
             return f"kg-agents: interrupted; to resume from the last checkpoint, run: {again}"
-        return f"kg-agents: interrupted; nothing was written; to train again, run: {again}"
+        return f"kg-agents: interrupted; this trainer does not resume; to train again, run: {again}"
     if args.cmd == "build-tries":
         return f"kg-agents: interrupted; the tries built so far are kept; to resume, run: {again}"
     return "kg-agents: interrupted"

@@ -418,3 +418,19 @@ def test_train_dualr_killed_many_times_resumes_to_the_uninterrupted_model(tmp_pa
     for key, tensor in theirs["state_dict"].items():
         assert torch.equal(mine["state_dict"][key], tensor), key
     assert sorted(f.name for f in out.iterdir()) == ["best.pt", "last.pt"]
+
+
+def test_the_interrupted_line_of_each_command():
+    from kg_agents.cli.commands import build_parser, interrupted_message
+
+    def line(*argv: str) -> str:
+        return interrupted_message(build_parser().parse_args(list(argv)), list(argv))
+
+    assert line("train", "dualr", "--set", "out=runs/my dir") == (
+        "kg-agents: interrupted; to resume from the last checkpoint, "
+        "run: kg-agents train dualr --set 'out=runs/my dir'"
+    )
+    assert line("train", "hops") == (
+        "kg-agents: interrupted; this trainer does not resume; to train again, run: kg-agents train hops"
+    )
+    assert line("ask", "who directed [Splash]") == "kg-agents: interrupted"
