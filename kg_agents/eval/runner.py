@@ -178,8 +178,13 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
     path = out_dir / RUN_INFO
     mine = {k: info.get(k) for k in _RUN_KEYS}
     if path.is_file():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        old = {k: old.get(k) for k in _RUN_KEYS}
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            old = {k: old.get(k) for k in _RUN_KEYS}
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise DataFormatError(
+                str(path), None, f"not a run description ({exc}); remove it, or use another --out directory"
+            ) from exc
         if old != mine:
             diff = {k: (old[k], mine[k]) for k in _RUN_KEYS if old[k] != mine[k]}
             raise ConfigError(f"{out_dir} holds another run (differs in {diff}); use another --out directory")

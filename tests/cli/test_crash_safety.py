@@ -146,8 +146,15 @@ def test_a_torn_last_line_is_dropped_never_counted_and_the_question_runs_again(t
 
     with pytest.raises(DataFormatError, match=r"predictions.jsonl:2: not a prediction record"):
         read_predictions(path)
+    # a run.json that is not one (written by hand, or by a version that did not write it atomically)
+    from kg_agents.eval.runner import check_run_info
+
+    (tmp_path / "run.json").write_text('{"method": "gr', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"run\.json: not a run description"):
+        check_run_info(tmp_path, {"method": "graph_rag"})
 
 
+@pytest.mark.slow
 def test_eval_killed_many_times_resumes_to_the_uninterrupted_result(tmp_path, kg_and_questions):
     """SIGKILL 12 times (every third while a line is half written); resume; same predictions and summary."""
     kg, qs, n = kg_and_questions
@@ -237,6 +244,7 @@ def _temporaries(out: Path) -> list[Path]:
     return [f for f in out.glob(".*") if f.is_file()] if out.is_dir() else []
 
 
+@pytest.mark.slow
 def test_build_tries_killed_many_times_resumes_to_the_uninterrupted_tries(tmp_path):
     """SIGKILL 8 times (every other while a trie file is half written); no half file is ever read."""
     kg, ents, names = _entities_file(tmp_path)
@@ -267,6 +275,7 @@ def test_build_tries_killed_many_times_resumes_to_the_uninterrupted_tries(tmp_pa
     assert _indexed_tries(out) == ref and not _temporaries(out)
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_build_tries_with_the_built_tries_indexed(tmp_path):
     kg, ents, names = _entities_file(tmp_path)
     env = {"SCRIPTED_CLI_BYTE_TOKENIZER": "1", "SCRIPTED_CLI_SLOW": "npz", "SCRIPTED_CLI_PAUSE": "0.1"}
