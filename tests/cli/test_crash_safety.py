@@ -375,23 +375,35 @@ def _history(h: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_train_dualr_killed_many_times_resumes_to_the_uninterrupted_model(tmp_path):
-    """Ctrl-C once, then SIGKILL 4 times (every other while a checkpoint is half written); resume.
+def test_train_dualr_killed_many_times_resumes_to_the_uninterrupted_model(tmp_path, monkeypatch, capsys):
+    """Ctrl-C once, then SIGKILL 3 times (two while a checkpoint is half written); resume; same model.
 
-    Each restart pays the imports of torch and torch_geometric (seconds), hence few rounds and ``slow``.
+    Each restart pays the imports of torch and torch_geometric (seconds), hence few rounds and ``slow``;
+    the uninterrupted run runs in this process.
     """
     import torch
 
+    from kg_agents.cli import commands as cli
+    from kg_agents.methods.dualr import train as dualr_train
+    from tests.cli.scripted_cli import HashEncoder
+
     env = {"SCRIPTED_CLI_HASH_ENCODER": "1", "KG_AGENTS_CACHE": str(tmp_path / "cache")}
     ref_dir, out = tmp_path / "ref", tmp_path / "dualr"
-    ref = json.loads(_finish(_train_args(tmp_path, ref_dir), **env).stdout)
+    monkeypatch.setattr(dualr_train, "get_text_encoder", lambda name=None: HashEncoder())
+    monkeypatch.setenv("KG_AGENTS_CACHE", env["KG_AGENTS_CACHE"])
+    threads = torch.get_num_threads()
+    try:
+        assert cli.main(_train_args(tmp_path, ref_dir)) == 0
+    finally:
+        torch.set_num_threads(threads)
+    ref = json.loads(capsys.readouterr().out)
     assert [rec["epoch"] for rec in ref["history"]] == [1, 2, 3, 4]
     args = _train_args(tmp_path, out)
     slow = {**env, "SCRIPTED_CLI_SLOW": "torch", "SCRIPTED_CLI_PAUSE": "0.1"}
     rng = random.Random(3)
     seen: tuple[int, int] = (0, 0)
     kills = torn = 0
-    for round_ in range(5):
+    for round_ in range(4):
         p = _start(args, **slow)
         if round_ % 2:  # kill while a checkpoint is half written
             _wait_for(lambda: any(f.stat().st_size for f in _temporaries(out)), p, timeout=60)
@@ -416,7 +428,7 @@ def test_train_dualr_killed_many_times_resumes_to_the_uninterrupted_model(tmp_pa
             assert (epoch, step) >= seen, ((epoch, step), seen)  # never goes back
             assert [rec["epoch"] for rec in history] == list(range(1, epoch + 1))
             seen = (epoch, step)
-    assert kills >= 3 and torn >= 2, (kills, torn)
+    assert kills >= 2 and torn >= 2, (kills, torn)
     res = json.loads(_finish(args, **env).stdout)
     # the same training: the same epochs, losses, validation scores and weights
     assert _history(res["history"]) == _history(ref["history"])
