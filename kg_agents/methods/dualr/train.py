@@ -7,8 +7,7 @@ the exploration graph's entity numbering) every ``checkpoint_every`` steps and a
 the best model as ``best.pt``, and resumes from ``last.pt`` after an interruption (a kill, Ctrl-C):
 the steps since the last checkpoint run again, and the resumed run computes what the uninterrupted
 one would have. Both files are written to a temporary name and renamed, so a half-written one is
-never loaded.
-It uses a GPU when one is present.
+never loaded. It uses a GPU when one is present.
 
 Example:
     >>> from kg_agents import open_kg
