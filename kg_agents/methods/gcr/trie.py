@@ -64,8 +64,9 @@ PATH_END = "</PATH>"
 #: Key of a node's "a path ends here" mark (token ids are >= 0).
 END = -1
 FORMAT_VERSION = 1
-#: :func:`build_tries` writes ``index.json`` at least this often (seconds) while it builds.
-INDEX_EVERY_S = 1.0
+#: While :func:`build_tries` builds, it rewrites ``index.json`` once the time since the last rewrite is
+#: this many times what that rewrite took: rewriting costs at most about 1/INDEX_COST_RATIO of the build.
+INDEX_COST_RATIO = 10.0
 
 
 def format_path(path: Path | str) -> str:
@@ -366,9 +367,10 @@ def build_tries(
     into ``directory``. Unknown entities are skipped and listed in the summary.
 
     Crash-safe: each file is written to a temporary name and renamed, and the index names a file only
-    once it is whole; the index is rewritten every :data:`INDEX_EVERY_S` seconds and when the build
-    ends, for whatever reason. So a build that was killed resumes (a rerun skips what the index names)
-    and a half-written trie file is never read.
+    once it is whole; the index is rewritten as often as costs at most about 1/:data:`INDEX_COST_RATIO`
+    of the build, and when the build ends for whatever reason. So a build that was killed resumes (a
+    rerun skips what the index names, which lags the files by at most a few tries) and a half-written
+    trie file is never read.
 
     Args:
         kg: the knowledge graph.
@@ -406,10 +408,19 @@ def build_tries(
     remove_temporaries(out, "*.npz")  # what a killed build left half-written
     remove_temporaries(out, "index.json")
     # The index names only finished files built with its settings: written before any file is
-    # replaced (so an index of other settings never names a new file), then at least every
-    # INDEX_EVERY_S seconds and at the end, also when the build stops early (Ctrl-C).
-    atomic_write(index_file, json.dumps(index))
-    written = time.monotonic()
+    # replaced (so an index of other settings never names a new file), then as often as costs at most
+    # about 1/INDEX_COST_RATIO of the build (after nearly every trie while the index is small), and at
+    # the end, also when the build stops early (Ctrl-C).
+    next_write = 0.0
+
+    def write_index() -> None:
+        nonlocal next_write
+        t0 = time.monotonic()
+        atomic_write(index_file, json.dumps(index))
+        t1 = time.monotonic()
+        next_write = t1 + INDEX_COST_RATIO * (t1 - t0)
+
+    write_index()
     summary: dict[str, Any] = {
         "built": [],
         "skipped_existing": [],
@@ -443,11 +454,10 @@ def build_tries(
             summary["bytes"].append((out / name).stat().st_size)
             if trie.stats.truncated:
                 summary["truncated"].append(e)
-            if time.monotonic() - written >= INDEX_EVERY_S:
-                atomic_write(index_file, json.dumps(index))
-                written = time.monotonic()
+            if time.monotonic() >= next_write:
+                write_index()
     finally:
-        atomic_write(index_file, json.dumps(index))
+        write_index()
     return summary
 
 
