@@ -481,3 +481,34 @@ def test_the_interrupted_line_of_each_command():
         "kg-agents: interrupted; this trainer does not resume; to train again, run: kg-agents train hops"
     )
     assert line("ask", "who directed [Splash]") == "kg-agents: interrupted"
+
+
+def test_an_adapter_folder_is_replaced_whole_or_not_at_all(tmp_path):
+    """``train gcr`` saves its adapter through ``atomic_directory``: a crash mid-save keeps the old one."""
+    from kg_agents.errors import ConfigError
+    from kg_agents.files import atomic_directory
+    from kg_agents.methods.gcr.train import check_adapter_out
+
+    target = tmp_path / "lora"
+    with atomic_directory(target) as tmp:
+        (tmp / "adapter_config.json").write_text("old", encoding="utf-8")
+        (tmp / "adapter_model.safetensors").write_bytes(b"old weights")
+    with pytest.raises(KeyboardInterrupt), atomic_directory(target) as tmp:
+        (tmp / "adapter_model.safetensors").write_bytes(b"new wei")
+        raise KeyboardInterrupt  # Ctrl-C while the new adapter is half written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lora"]  # no temporary folder left
+    assert (target / "adapter_model.safetensors").read_bytes() == b"old weights"
+    with atomic_directory(target) as tmp:
+        (tmp / "adapter_model.safetensors").write_bytes(b"new weights")
+    assert sorted(p.name for p in target.iterdir()) == ["adapter_model.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lora"]
+    # train gcr refuses, before any training, an out that holds other things than an adapter
+    (target / "adapter_config.json").write_text("{}", encoding="utf-8")
+    check_adapter_out(target)  # an adapter folder: replaced
+    check_adapter_out(tmp_path / "new")
+    (tmp_path / "empty").mkdir()
+    check_adapter_out(tmp_path / "empty")
+    with pytest.raises(ConfigError, match="other files than an adapter"):
+        check_adapter_out(tmp_path)
+    with pytest.raises(ConfigError, match="is a file"):
+        check_adapter_out(target / "adapter_config.json")
