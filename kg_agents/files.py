@@ -18,11 +18,19 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_target", "atomic_write", "cache_root", "safe_name"]
+__all__ = [
+    "atomic_directory",
+    "atomic_target",
+    "atomic_write",
+    "cache_root",
+    "remove_temporaries",
+    "safe_name",
+]
 
 
 def cache_root(*parts: str) -> Path:
@@ -76,3 +84,67 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_target(path) as tmp:
         tmp.write_bytes(raw)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; when the block ends without error, it becomes
+    ``path`` (replacing what was there).
+
+    For writers of several files that belong together (a model adapter and its description). The swap is
+    two renames, the old folder aside and the new one in place, then the old one is removed: a reader
+    sees the old folder, the new one, or (after a crash between the two renames) none, never a mix of
+    the two or a half-written file. On an error the temporary folder is removed and ``path`` is left as
+    it was.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "adapter"
+        >>> with atomic_directory(target) as tmp:
+        ...     _ = (tmp / "weights.bin").write_bytes(b"new")
+        >>> sorted(p.name for p in target.parent.iterdir()), (target / "weights.bin").read_bytes()
+        (['adapter'], b'new')
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        for f in tmp.rglob("*"):
+            if f.is_file():
+                with open(f, "rb") as fh:
+                    os.fsync(fh.fileno())
+        old = tmp.with_name(tmp.name.removesuffix(".tmp") + ".old")
+        if os.path.lexists(path):
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old.is_dir():
+        shutil.rmtree(old, ignore_errors=True)
+    elif os.path.lexists(old):
+        old.unlink()
+
+
+def remove_temporaries(directory: str | os.PathLike[str], pattern: str = "*") -> int:
+    """Remove the temporary files that :func:`atomic_target` left in ``directory`` for targets whose
+    names match ``pattern`` (a glob) when a process was killed while writing them; return how many.
+
+    Call it only where no other process is writing the same targets at the same time.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / ".last.pt.k2j4x9_a.pt").write_bytes(b"half")
+        >>> _ = (d / "last.pt").write_bytes(b"whole")
+        >>> remove_temporaries(d, "last.pt"), sorted(p.name for p in d.iterdir())
+        (1, ['last.pt'])
+    """
+    n = 0
+    for tmp in Path(directory).glob(f".{pattern}.*"):
+        if tmp.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                n += 1
+    return n

@@ -17,6 +17,10 @@ context, typed from the annotation; an unknown key is an error listing the valid
 can act on (unknown names, bad values, unreachable servers) print one line and exit non-zero:
 2 for a bad command line or input file, 1 for a failure while running.
 
+Ctrl-C ends a command with status 130 and one line: what was kept (the questions of ``eval`` already in
+``predictions.jsonl``, the last training checkpoint, the tries already built) and the exact command
+that resumes the run.
+
 Model loading is quiet: no weight-loading progress bars and no library warnings (``-v`` shows them);
 the progress bars of long runs (``eval``, ``train``) are kg-agents' own and stay.
 """
@@ -28,6 +32,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import shlex
 import sys
 import typing
 import warnings
@@ -52,6 +57,7 @@ __all__ = [
     "cmd_train",
     "cmd_version",
     "format_update",
+    "interrupted_message",
     "main",
     "open_kg_spec",
     "output_to_json",
@@ -448,8 +454,9 @@ def cmd_build_tries(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     out = Path(args.out)
-    summary["total_bytes"] = sum(f.stat().st_size for f in out.glob("*.npz"))
-    summary["files"] = len(list(out.glob("*.npz")))
+    files = [f for f in out.glob("*.npz") if not f.name.startswith(".")]  # not a temporary file
+    summary["total_bytes"] = sum(f.stat().st_size for f in files)
+    summary["files"] = len(files)
     if args.json:
         print(json.dumps(_jsonable(summary), indent=2))
         return 0
@@ -609,15 +616,50 @@ def _endpoint_hint(exc: BaseException) -> str:
     return f" ({url})" if url is not None and str(url) not in str(exc) else ""
 
 
+def interrupted_message(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """The line ``kg-agents`` prints when Ctrl-C ends a command: what was kept, and how to go on.
+
+    ``argv`` is the command line (without the program name); the resume command repeats it exactly.
+    """
+    again = "kg-agents " + shlex.join(argv)
+    if args.cmd == "eval" and not args.compare and args.out:
+        from kg_agents.eval.runner import PREDICTIONS, read_predictions
+
+        path = Path(args.out) / PREDICTIONS
+        try:
+            n = sum(1 for r in read_predictions(path).values() if not r.get("error"))
+        except (OSError, KGAgentsError):
+            n = 0
+        return f"kg-agents: interrupted; {n} finished questions are in {path}; to resume, run: {again}"
+    if args.cmd == "train" and args.what:
+        from kg_agents.core.registry import get_trainer
+
+        try:
+            resumes = "resume" in get_trainer(args.what).options()
+        except KGAgentsError:
+            resumes = False
+        if resumes:
+            return f"kg-agents: interrupted; to resume from the last checkpoint, run: {again}"
+        return f"kg-agents: interrupted; this trainer does not resume; to train again, run: {again}"
+    if args.cmd == "build-tries":
+        return f"kg-agents: interrupted; the tries built so far are kept; to resume, run: {again}"
+    return "kg-agents: interrupted"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; return the exit status (0 ok, 1 failure while running, 2 bad input)."""
+    """Run the command; return the exit status (0 ok, 1 failure while running, 2 bad input, 130 Ctrl-C)."""
     from kg_agents.eval.runner import is_run_level_error
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     if not args.verbose:
         quiet_loading()
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:
+        sys.stderr.write("\n" + interrupted_message(args, argv) + "\n")
+        sys.stderr.flush()
+        return 130
     except (ConfigError, DataFormatError, FileNotFoundError) as exc:
         print(f"kg-agents: error: {exc}", file=sys.stderr)
         return 2

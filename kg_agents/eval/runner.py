@@ -2,7 +2,10 @@
 
 - Questions run concurrently through ``abatch_as_completed`` (at most ``concurrency`` at once); each
   finished question is appended to ``predictions.jsonl`` at once (one line, flushed), so an interrupted
-  run loses nothing and a rerun with the same ``out_dir`` skips the questions already there.
+  run loses nothing and a rerun with the same ``out_dir`` skips the questions already there. A last
+  line that a crash cut short (no newline) is dropped before the rerun appends, so that question runs
+  again; ``run.json``, ``summary.json``, ``report.md`` and the chart are written whole or not at all
+  (:mod:`kg_agents.files`).
 - A question that raised is recorded with its error, counts as wrong, and the run goes on; it is tried
   again on a rerun. So is a question whose graph ended because a KG endpoint failed: the graphs
   record the :class:`~kg_agents.errors.EndpointError` in their trace and end instead of raising it
@@ -29,16 +32,20 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kg_agents.core.records import error_text
-from kg_agents.errors import ConfigError, EndpointError, KGAgentsError, ModelError
+from kg_agents.errors import ConfigError, DataFormatError, EndpointError, KGAgentsError, ModelError
 from kg_agents.eval.metrics import METRIC_KEYS, SUMMARY_KEYS, MatchRule, score_aliased, summarize
+from kg_agents.files import atomic_target, atomic_write
 from kg_agents.kg.base import Path as KGPath
 from kg_agents.kg.base import verify_path
 
@@ -62,6 +69,7 @@ __all__ = [
     "markdown_table",
     "read_predictions",
     "render_report",
+    "repair_predictions",
     "run_eval",
     "write_summary",
 ]
@@ -115,26 +123,54 @@ def is_run_level_error(exc: BaseException) -> bool:
 
 
 def read_predictions(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Records of ``predictions.jsonl`` by question id (a later line replaces an earlier one)."""
+    """Records of ``predictions.jsonl`` by question id (a later line replaces an earlier one).
+
+    A last line without its newline is a write that a crash cut short: it is not read (the runner
+    drops it before it appends; :func:`repair_predictions`).
+
+    Raises:
+        DataFormatError: a complete line that is not a JSON record with an ``id``.
+    """
     path = Path(path)
     out: dict[str, dict[str, Any]] = {}
     if not path.is_file():
         return out
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.endswith("\n") or not line.strip():
+                continue
+            try:
                 rec = json.loads(line)
                 out[rec["id"]] = rec
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise DataFormatError(str(path), n, f"not a prediction record ({exc})") from exc
     return out
 
 
-def _repair_tail(path: Path) -> None:
-    """Drop a last line cut short by an interrupted write (no trailing newline)."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
+def repair_predictions(path: str | Path) -> int:
+    """Drop a last line cut short by an interrupted write (no trailing newline); return the bytes dropped.
+
+    One ``truncate`` call, so a crash during the repair leaves the file as it was or repaired.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        end = size
+        while end > 0:  # find the last newline, reading backwards in blocks
+            start = max(0, end - 65536)
+            fh.seek(start)
+            block = fh.read(end - start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                end = start + i + 1
+                break
+            end = start
+    if end == size:
+        return 0
+    os.truncate(path, end)
+    return size - end
 
 
 def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
@@ -142,13 +178,18 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
     path = out_dir / RUN_INFO
     mine = {k: info.get(k) for k in _RUN_KEYS}
     if path.is_file():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        old = {k: old.get(k) for k in _RUN_KEYS}
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            old = {k: old.get(k) for k in _RUN_KEYS}
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise DataFormatError(
+                str(path), None, f"not a run description ({exc}); remove it, or use another --out directory"
+            ) from exc
         if old != mine:
             diff = {k: (old[k], mine[k]) for k in _RUN_KEYS if old[k] != mine[k]}
             raise ConfigError(f"{out_dir} holds another run (differs in {diff}); use another --out directory")
     else:
-        path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(mine, indent=2) + "\n")
 
 
 def grounded_count(kg: Any, answers: Sequence[str], paths: Sequence[KGPath]) -> int:
@@ -289,7 +330,7 @@ async def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     check_run_info(out, {"method": method, "dataset": dataset, **(run_info or {})})
     pred_path = out / PREDICTIONS
-    _repair_tail(pred_path)
+    repair_predictions(pred_path)
     done = {i for i, r in read_predictions(pred_path).items() if not r.get("error")}
     todo = [q for q in questions if q.id not in done]
     graphs: dict[str, tuple[Any, Any]] = {}
@@ -343,6 +384,11 @@ async def run_eval(
                         str(failure["endpoint"]),
                         f"{failed_in_a_row} questions in a row failed on it; last: {error_text(failure)}",
                     )
+    except asyncio.CancelledError:
+        # Ctrl-C: the questions not started yet stay un-awaited coroutines inside abatch_as_completed;
+        # Python would warn about each when it collects them.
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+        raise
     finally:
         bar.close()
     return write_summary(out, questions, method=method, dataset=dataset, match=match)
@@ -371,9 +417,9 @@ def write_summary(
                 rec["scores"] = score_aliased(rec.get("predictions") or [], gold_sets(q), match)
             records.append(rec)
     summary = summarize(records, method=method, dataset=dataset, match=match)
-    (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    atomic_write(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
     info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}
-    (out / REPORT).write_text(render_report(summary, records, info), encoding="utf-8")
+    atomic_write(out / REPORT, render_report(summary, records, info))
     draw_chart([summary], out / CHART, title=f"{method} on {dataset} (n={summary['n']})")
     return summary
 
@@ -458,8 +504,11 @@ def draw_chart(summaries: Sequence[dict[str, Any]], path: str | Path, *, title: 
     ax.legend(fontsize="small")
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        with atomic_target(path, suffix=path.suffix or ".png") as tmp:
+            fig.savefig(tmp, dpi=100)
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -2,9 +2,12 @@
 
 :func:`train_dualr` is the typed entry point; :func:`train_explorer` is what
 ``kg-agents train dualr --set KEY=VALUE ...`` calls. Training is seeded, shows a tqdm
-progress bar, writes ``last.pt`` (model, optimizer, epoch, step, best score) every
-``checkpoint_every`` steps and at each epoch end, keeps the best model as ``best.pt``, and resumes
-from ``last.pt`` after an interruption. It uses a GPU when one is present.
+progress bar, writes ``last.pt`` (model, optimizer, epoch, step, best score, the epoch's losses so far,
+the exploration graph's entity numbering) every ``checkpoint_every`` steps and at each epoch end, keeps
+the best model as ``best.pt``, and resumes from ``last.pt`` after an interruption (a kill, Ctrl-C):
+the steps since the last checkpoint run again, and the resumed run computes what the uninterrupted
+one would have. Both files are written to a temporary name and renamed, so a half-written one is
+never loaded. It uses a GPU when one is present.
 
 Example:
     >>> from kg_agents import open_kg
@@ -31,7 +34,7 @@ import torch
 
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.eval.datasets import load_metaqa
-from kg_agents.files import atomic_target
+from kg_agents.files import atomic_target, remove_temporaries
 from kg_agents.kg import open_kg
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.text import bracketed
@@ -215,6 +218,8 @@ def train_dualr(
     from tqdm.auto import tqdm
 
     cfg = config or TrainConfig()
+    if cfg.checkpoint_every < 1:
+        raise ConfigError(f"checkpoint_every must be >= 1, got {cfg.checkpoint_every}")
     encoder = encoder or get_text_encoder()
     dim = encoder_dim(encoder)
     mcfg = model_config or ExplorerConfig()
@@ -227,6 +232,7 @@ def train_dualr(
         )
     out = FsPath(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(out, "*.pt")  # what a killed run left half-written
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     _seed_all(cfg.seed)
     t0 = time.perf_counter()
@@ -243,6 +249,7 @@ def train_dualr(
         model.load_state_dict(start.state_dict())
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     start_epoch, start_step, best, best_epoch, bad, history = 0, 0, -1.0, -1, 0, []
+    start_losses: list[float] = []
     last = out / "last.pt"
     if resume and last.is_file():
         state = torch.load(last, map_location=device, weights_only=False)
@@ -254,9 +261,12 @@ def train_dualr(
         opt.load_state_dict(state["optimizer"])
         start_epoch, start_step = state["epoch"], state["step"]
         best, best_epoch, bad, history = state["best"], state["best_epoch"], state["bad"], state["history"]
+        start_losses = list(state.get("epoch_losses") or [])
+        for name in state.get("entities") or []:  # the numbering the run had: the same float sums
+            graph.entity_id(name)
         log.info("resumed from %s at epoch %d step %d", last, start_epoch, start_step)
 
-    def save_last(epoch: int, step: int) -> None:
+    def save_last(epoch: int, step: int, epoch_losses: list[float]) -> None:
         with atomic_target(last, suffix=".pt") as tmp:
             torch.save(
                 {
@@ -268,6 +278,8 @@ def train_dualr(
                     "best_epoch": best_epoch,
                     "bad": bad,
                     "history": history,
+                    "epoch_losses": epoch_losses,
+                    "entities": list(graph.id2ent),
                     "model_config": _cfg_dict(mcfg),
                     "train_config": asdict(cfg),
                 },
@@ -281,8 +293,8 @@ def train_dualr(
         perm = np.random.default_rng(cfg.seed + epoch).permutation(len(train_q))
         model.train()
         t_epoch = time.perf_counter()
-        losses: list[float] = []
         first = start_step if epoch == start_epoch else 0
+        losses: list[float] = list(start_losses) if epoch == start_epoch else []
         bar = tqdm(
             range(first, n_steps),
             desc=f"dualr epoch {epoch + 1}/{cfg.epochs}",
@@ -303,7 +315,7 @@ def train_dualr(
                 losses.append(float(loss.detach()))
                 bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
             if (step + 1) % cfg.checkpoint_every == 0:
-                save_last(epoch, step + 1)
+                save_last(epoch, step + 1, losses)
         train_s = time.perf_counter() - t_epoch
         scores = evaluate_hits1(model, graph, val_q, val_enc)
         rec = {
@@ -332,7 +344,7 @@ def train_dualr(
             )
         else:
             bad += 1
-        save_last(epoch + 1, 0)
+        save_last(epoch + 1, 0, [])
     return TrainResult(out / "best.pt", best, best_epoch, history)
 
 
@@ -394,6 +406,7 @@ def train_explorer(
     patience: int = 2,
     seed: int = 0,
     device: str | None = None,
+    checkpoint_every: int = 200,
     threads: int | None = None,
     init: str | None = None,
     resume: bool = True,
@@ -416,7 +429,8 @@ def train_explorer(
         mask_topics: encode questions with their ``[topic entity]`` mentions masked
             (:class:`~.gnn.encoding.TopicMaskedEncoder`; the checkpoint names the masked encoder, so the
             graph masks too).
-        epochs, batch_size, lr, weight_decay, patience, seed, device: see :class:`TrainConfig`.
+        epochs, batch_size, lr, weight_decay, patience, seed, device, checkpoint_every: see
+            :class:`TrainConfig`.
         threads: torch CPU threads (None: torch's default).
         init: a checkpoint to start from (same architecture and encoder), e.g. a run on fewer questions.
         resume: continue from ``out/last.pt`` when present.
@@ -440,6 +454,7 @@ def train_explorer(
         patience=patience,
         seed=seed,
         device=device,
+        checkpoint_every=checkpoint_every,
     )
     name = encoder or None
     if mask_topics and not (name or "").endswith(MASKED_SUFFIX):

@@ -33,6 +33,7 @@ from typing import Any
 from kg_agents.core.prompts import as_prompt
 from kg_agents.errors import ConfigError
 from kg_agents.eval.datasets import load_metaqa
+from kg_agents.files import atomic_directory
 from kg_agents.kg import open_kg
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.paths import shortest_paths
@@ -41,7 +42,7 @@ from kg_agents.methods.gcr.adapter import BASE_MODEL
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 from kg_agents.methods.gcr.trie import format_path
 
-__all__ = ["gcr_training_examples", "train_gcr"]
+__all__ = ["check_adapter_out", "gcr_training_examples", "train_gcr"]
 
 
 def gcr_training_examples(
@@ -132,7 +133,8 @@ def train_gcr(
             dropped).
         seed: data order and sampling seed.
         log_every: print the mean loss of the last this-many steps to stderr (0: silent).
-        out: directory for the adapter and ``gcr_train.json``.
+        out: directory for the adapter and ``gcr_train.json``: a new or empty one, or an adapter
+            directory (it is replaced as a whole, once the adapter is saved in full).
 
     Returns:
         ``{"out", "examples", "questions", "steps", "seconds", "first_loss", "last_loss", "loss_curve",
@@ -140,7 +142,7 @@ def train_gcr(
         every ``log_every`` steps.
 
     Raises:
-        ConfigError: bad ``hops`` or no training example.
+        ConfigError: bad ``hops``, no training example, or ``out`` holds other files than an adapter.
 
     Example:
         >>> train_gcr(hops="1,2,3", limit=350, epochs=1, out="runs/gcr-lora")            # doctest: +SKIP
@@ -154,6 +156,7 @@ def train_gcr(
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
     except ValueError as exc:
         raise ConfigError(f"hops must be comma-separated integers, got {hops!r}") from exc
+    check_adapter_out(out)
     torch.manual_seed(seed)
     kg = open_kg("metaqa")
     questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
@@ -215,9 +218,6 @@ def train_gcr(
                 )
     seconds = time.perf_counter() - t0
     target = FsPath(out)
-    target.mkdir(parents=True, exist_ok=True)
-    peft_model.save_pretrained(str(target))
-    _portable_config(target / "adapter_config.json")
     info = {
         "out": str(target),
         "examples": len(rows),
@@ -240,8 +240,30 @@ def train_gcr(
         "base_model": BASE_MODEL,
         "loss_curve": curve,
     }
-    (target / "gcr_train.json").write_text(json.dumps(info, indent=1))
+    # written whole or not at all: a kill during the save leaves the previous adapter (or none), never
+    # a half-written one or new weights beside an old description
+    with atomic_directory(target) as tmp:
+        peft_model.save_pretrained(str(tmp))
+        _portable_config(tmp / "adapter_config.json")
+        (tmp / "gcr_train.json").write_text(json.dumps(info, indent=1))
     return info
+
+
+def check_adapter_out(out: str | FsPath) -> None:
+    """Refuse an ``out`` of :func:`train_gcr` that the saved adapter must not replace: a file, or a
+    folder with other files than an adapter (one without ``adapter_config.json`` or ``gcr_train.json``)."""
+    target = FsPath(out)
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise ConfigError(f"out={target} is a file; give a folder for the adapter")
+    if any(target.iterdir()) and not any(
+        (target / f).is_file() for f in ("adapter_config.json", "gcr_train.json")
+    ):
+        raise ConfigError(
+            f"out={target} holds other files than an adapter, and the adapter replaces the whole folder; "
+            "give a new folder"
+        )
 
 
 def _portable_config(path: FsPath) -> None:

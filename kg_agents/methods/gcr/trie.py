@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.files import atomic_target, atomic_write
+from kg_agents.files import atomic_target, atomic_write, remove_temporaries
 from kg_agents.kg.base import KnowledgeGraph, Path
 from kg_agents.kg.paths import enumerate_paths
 
@@ -64,6 +64,9 @@ PATH_END = "</PATH>"
 #: Key of a node's "a path ends here" mark (token ids are >= 0).
 END = -1
 FORMAT_VERSION = 1
+#: While :func:`build_tries` builds, it rewrites ``index.json`` once the time since the last rewrite is
+#: this many times what that rewrite took: rewriting costs at most about 1/INDEX_COST_RATIO of the build.
+INDEX_COST_RATIO = 10.0
 
 
 def format_path(path: Path | str) -> str:
@@ -363,6 +366,12 @@ def build_tries(
     Writes ``<sha1>.npz`` per entity and ``index.json`` (entity -> file, settings, KG fingerprint)
     into ``directory``. Unknown entities are skipped and listed in the summary.
 
+    Crash-safe: each file is written to a temporary name and renamed, and the index names a file only
+    once it is whole; the index is rewritten as often as costs at most about 1/:data:`INDEX_COST_RATIO`
+    of the build, and when the build ends for whatever reason. So a build that was killed resumes (a
+    rerun skips what the index names, which lags the files by at most a few tries) and a half-written
+    trie file is never read.
+
     Args:
         kg: the knowledge graph.
         entities: entity ids to build tries for.
@@ -396,6 +405,22 @@ def build_tries(
                 f"{out} holds tries built with other settings {old.get('settings')}; "
                 "use another directory or overwrite=True"
             )
+    remove_temporaries(out, "*.npz")  # what a killed build left half-written
+    remove_temporaries(out, "index.json")
+    # The index names only finished files built with its settings: written before any file is
+    # replaced (so an index of other settings never names a new file), then as often as costs at most
+    # about 1/INDEX_COST_RATIO of the build (after nearly every trie while the index is small), and at
+    # the end, also when the build stops early (Ctrl-C).
+    next_write = 0.0
+
+    def write_index() -> None:
+        nonlocal next_write
+        t0 = time.monotonic()
+        atomic_write(index_file, json.dumps(index))
+        t1 = time.monotonic()
+        next_write = t1 + INDEX_COST_RATIO * (t1 - t0)
+
+    write_index()
     summary: dict[str, Any] = {
         "built": [],
         "skipped_existing": [],
@@ -404,31 +429,35 @@ def build_tries(
         "seconds": [],
         "bytes": [],
     }
-    for e in dict.fromkeys(entities):
-        if not kg.has_entity(e):
-            summary["unknown"].append(e)
-            continue
-        name = entity_file_name(e)
-        if not overwrite and index["entities"].get(e) == name and (out / name).is_file():
-            summary["skipped_existing"].append(e)
-            continue
-        trie = build_trie(
-            kg,
-            [e],
-            tokenizer,
-            max_hops=max_hops,
-            fanout_limit=fanout_limit,
-            max_paths=max_paths,
-            tokenizer_sig=sig,
-        )
-        trie.save(out / name)
-        index["entities"][e] = name
-        summary["built"].append(e)
-        summary["seconds"].append(trie.stats.seconds)
-        summary["bytes"].append((out / name).stat().st_size)
-        if trie.stats.truncated:
-            summary["truncated"].append(e)
-    atomic_write(index_file, json.dumps(index))
+    try:
+        for e in dict.fromkeys(entities):
+            if not kg.has_entity(e):
+                summary["unknown"].append(e)
+                continue
+            name = entity_file_name(e)
+            if not overwrite and index["entities"].get(e) == name and (out / name).is_file():
+                summary["skipped_existing"].append(e)
+                continue
+            trie = build_trie(
+                kg,
+                [e],
+                tokenizer,
+                max_hops=max_hops,
+                fanout_limit=fanout_limit,
+                max_paths=max_paths,
+                tokenizer_sig=sig,
+            )
+            trie.save(out / name)
+            index["entities"][e] = name
+            summary["built"].append(e)
+            summary["seconds"].append(trie.stats.seconds)
+            summary["bytes"].append((out / name).stat().st_size)
+            if trie.stats.truncated:
+                summary["truncated"].append(e)
+            if time.monotonic() >= next_write:
+                write_index()
+    finally:
+        write_index()
     return summary
 
 

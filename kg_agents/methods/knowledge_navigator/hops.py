@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import re
 import threading
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import ConfigError, ModelError
+from kg_agents.files import atomic_write
 from kg_agents.kg.encoder import get_sentence_encoder
 from kg_agents.kg.text import BRACKETED
 
@@ -156,12 +159,19 @@ class HopClassifier:
         return [self.classes[i] for i in probs.argmax(axis=1)]
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``head.npz`` and ``meta.json`` into ``directory``."""
+        """Write ``head.npz`` and ``meta.json`` into ``directory``.
+
+        Each file is written whole or not at all (:func:`~kg_agents.files.atomic_write`), the head
+        first; ``meta.json`` holds the head's SHA-256, so a save cut between the two files leaves a
+        checkpoint that :meth:`load` refuses instead of one whose parts come from two runs.
+        """
         d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        np.savez(d / "head.npz", weight=self.weight, bias=self.bias)
-        meta = {**self.meta, "classes": list(self.classes)}
-        (d / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        buf = io.BytesIO()
+        np.savez(buf, weight=self.weight, bias=self.bias)
+        head = buf.getvalue()
+        meta = {**self.meta, "classes": list(self.classes), "head_sha256": hashlib.sha256(head).hexdigest()}
+        atomic_write(d / "head.npz", head)
+        atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
         return d
 
     @classmethod
@@ -174,12 +184,18 @@ class HopClassifier:
         d = Path(directory)
         try:
             meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
-            with np.load(d / "head.npz") as z:
+            head = (d / "head.npz").read_bytes()
+            with np.load(io.BytesIO(head)) as z:
                 weight, bias = z["weight"], z["bias"]
         except (OSError, ValueError, KeyError) as exc:
             raise ModelError(
                 f"no readable hop-classifier checkpoint in {d}; train one with `kg-agents train hops`"
             ) from exc
+        if meta.get("head_sha256") not in (None, hashlib.sha256(head).hexdigest()):
+            raise ModelError(
+                f"the hop-classifier checkpoint in {d} is incomplete (its head.npz and meta.json come "
+                "from different saves: an interrupted `kg-agents train hops`); train it again"
+            )
         return cls(weight, bias, [int(c) for c in meta["classes"]], encoder=encoder, meta=meta)
 
 

@@ -143,6 +143,27 @@ def test_fit_softmax_head_separates_and_roundtrips(tmp_path):
         HopClassifier(w, b, [1, 2])
 
 
+def test_a_save_cut_between_its_two_files_is_refused_not_loaded(tmp_path, monkeypatch):
+    """A crash after the new head.npz and before the new meta.json: load refuses the mixed checkpoint."""
+    from kg_agents.methods.knowledge_navigator import hops
+
+    w, b = np.eye(4, 3, dtype=np.float32), np.zeros(3, np.float32)
+    d = HopClassifier(w, b, [1, 2, 3], meta={"run": 1}).save(tmp_path / "hops")
+    write = hops.atomic_write
+
+    def crash_on_meta(path, data):
+        if str(path).endswith("meta.json"):
+            raise KeyboardInterrupt
+        write(path, data)
+
+    monkeypatch.setattr(hops, "atomic_write", crash_on_meta)
+    with pytest.raises(KeyboardInterrupt):
+        HopClassifier(w * 2, b, [1, 2, 3], meta={"run": 2}).save(d)
+    assert sorted(p.name for p in d.iterdir()) == ["head.npz", "meta.json"]  # no temporary left
+    with pytest.raises(ModelError, match="incomplete"):
+        HopClassifier.load(d)
+
+
 # --------------------------------------------------------------------------- control flow
 def _script():
     return [
