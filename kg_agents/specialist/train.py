@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import shutil
 import sys
@@ -32,7 +33,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from kg_agents.errors import ConfigError
-from kg_agents.files import atomic_write
+from kg_agents.files import atomic_directory, atomic_write
 from kg_agents.specialist.teacher import Example, Teacher
 
 __all__ = ["DEFAULT_METHODS", "collect_examples", "train_specialist"]
@@ -316,22 +317,15 @@ def train_specialist(
         orders.extend(batches)
 
     def save(where: FsPath) -> None:
-        tmp = where.parent / f".{where.name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(str(tmp))
-        _portable_config(tmp / "adapter_config.json", BASE_MODEL)
-        torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optimizer.pt")
-        (tmp / "state.json").write_text(
-            json.dumps(
-                {"settings": settings, "step": step, "loss_curve": curve, "train_seconds": train_seconds}
+        with atomic_directory(where) as tmp:
+            model.save_pretrained(str(tmp))
+            _portable_config(tmp / "adapter_config.json", BASE_MODEL)
+            torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optimizer.pt")
+            (tmp / "state.json").write_text(
+                json.dumps(
+                    {"settings": settings, "step": step, "loss_curve": curve, "train_seconds": train_seconds}
+                )
             )
-        )
-        old = where.parent / f".{where.name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        if where.exists():
-            where.rename(old)
-        tmp.rename(where)
-        shutil.rmtree(old, ignore_errors=True)
 
     target.mkdir(parents=True, exist_ok=True)
     window: list[float] = []
@@ -367,8 +361,16 @@ def train_specialist(
             )
         if checkpoint_every > 0 and step % checkpoint_every == 0 and step < total:
             save(last)
-    model.save_pretrained(str(target))
-    _portable_config(target / "adapter_config.json", BASE_MODEL)
+    # the adapter's files come in through a finished folder, its config last: a folder with an
+    # adapter_config.json (what loaders look for) always has the whole adapter beside it
+    done = target / "adapter.new"
+    with atomic_directory(done) as tmp:
+        model.save_pretrained(str(tmp))
+        _portable_config(tmp / "adapter_config.json", BASE_MODEL)
+    (target / "adapter_config.json").unlink(missing_ok=True)
+    for f in sorted(done.iterdir(), key=lambda f: f.name == "adapter_config.json"):
+        os.replace(f, target / f.name)
+    done.rmdir()
     roles = Counter({k: v for k, v in counts.items() if k.endswith(":kept")})
     info = {
         **settings,
