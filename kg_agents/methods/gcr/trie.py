@@ -25,11 +25,13 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -40,7 +42,7 @@ import numpy as np
 
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.files import atomic_target, atomic_write
-from kg_agents.kg.base import KnowledgeGraph, Path
+from kg_agents.kg.base import ARROW, KnowledgeGraph, Path
 from kg_agents.kg.paths import enumerate_paths
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "PATH_END",
     "PATH_START",
     "KGTrie",
+    "PathTokenizer",
     "TrieCache",
     "TrieStats",
     "build_trie",
@@ -56,6 +59,7 @@ __all__ = [
     "entity_file_name",
     "format_path",
     "parse_path_text",
+    "path_tokenizer",
     "tokenizer_signature",
 ]
 
@@ -290,6 +294,257 @@ class KGTrie:
 
 
 # --------------------------------------------------------------------------- building
+class PathTokenizer:
+    """Token ids of path sentences composed from the ids of their parts, each label tokenised once.
+
+    The sentence ``<PATH> e0 -> r1 -> e1 </PATH>`` is composed from the ids of ``<PATH>``, `` e0``,
+    `` ->``, `` r1``, `` ->``, `` e1`` and `` </PATH>``: the tokenizer's own ids for the whole sentence
+    whenever it splits the sentence at the spaces between its parts, as byte-level BPE does. Every new
+    label (an entity, or a relation as written, ``~r`` included) is tokenised once, in a batch, and
+    checked once in each context it can take: ``<PATH> x -> x </PATH>`` tokenised whole must equal
+    the composition (many labels per text, then one text per label where a text disagrees). The paths
+    holding a label that fails the check are tokenised whole, in one batch, so :meth:`encode` returns
+    the tokenizer's ids for every sentence, whatever the tokenizer.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer (called as ``tokenizer(texts, add_special_tokens=False)``).
+        max_labels: labels kept; past this size the cache starts again empty.
+        chunk: labels per checking text.
+
+    Attributes:
+        labels: label -> ids of ``" " + label``, or None where composing would not give the
+            tokenizer's ids.
+        tokenized: labels tokenised so far.
+
+    Example:
+        >>> pt = PathTokenizer(tok)                                             # doctest: +SKIP
+        >>> pt.encode([Path.from_text("Splash -> directed_by -> Ron Howard")])  # doctest: +SKIP
+        [(44, 16586, 46, ...)]
+    """
+
+    def __init__(self, tokenizer: Any, *, max_labels: int = 1_000_000, chunk: int = 64) -> None:
+        self.tokenizer = tokenizer
+        self.max_labels = max_labels
+        self.chunk = max(1, chunk)
+        self._backend: Any = None
+        self.start, self.arrow, self.end, self.sep = self._ids(
+            [PATH_START, ARROW.rstrip(), " " + PATH_END, "\n"]
+        )
+        self._use_backend()
+        self.labels: dict[str, tuple[int, ...] | None] = {}
+        self.tokenized = 0
+        self._lock = threading.Lock()
+
+    def _use_backend(self) -> None:
+        """Call a fast tokenizer's Rust backend directly (``encode_batch_fast``, no offsets or Python
+        encodings) when it gives the tokenizer's own ids on probe texts."""
+        fast = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "encode_batch_fast", None)
+        if fast is None:
+            return
+        probes = [
+            f"{PATH_START} Tom Hanks -> ~starred_actors -> Big, The (1988) -> release_year {PATH_END}",
+            " Amélie ->  x  </PATH>\n<PATH> 1,000,000 Years B.C. ",
+        ]
+        try:
+            ids = [tuple(e.ids) for e in fast(probes, add_special_tokens=False)]
+        except Exception:  # any failure: keep the tokenizer's own call
+            return
+        if ids == self._ids(probes):
+            self._backend = fast
+
+    def _ids(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        if not texts:
+            return []
+        if self._backend is not None:
+            return [tuple(e.ids) for e in self._backend(list(texts), add_special_tokens=False)]
+        out = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [tuple(ids) for ids in out]
+
+    def _in_context(self, piece: tuple[int, ...]) -> tuple[int, ...]:
+        """The composed ids of ``<PATH> x -> x </PATH>``."""
+        return (*self.start, *piece, *self.arrow, *piece, *self.end)
+
+    def add(self, labels: Iterable[str]) -> None:
+        """Tokenise and check the labels not seen yet (one batch)."""
+        new = [x for x in dict.fromkeys(labels) if x not in self.labels]
+        if not new:
+            return
+        pieces = self._ids([" " + x for x in new])
+        checks = [f"{PATH_START} {x} {ARROW.strip()} {x} {PATH_END}" for x in new]
+        groups = [range(i, min(i + self.chunk, len(new))) for i in range(0, len(new), self.chunk)]
+        wholes = self._ids(["\n".join(checks[i] for i in g) for g in groups])
+        ok = [False] * len(new)
+        retry: list[int] = []
+        for g, whole in zip(groups, wholes, strict=True):
+            composed: list[int] = []
+            for i in g:
+                if i != g.start:
+                    composed += self.sep
+                composed += self._in_context(pieces[i])
+            if tuple(composed) == whole:
+                for i in g:
+                    ok[i] = True
+            else:
+                retry.extend(g)
+        for i, whole in zip(retry, self._ids([checks[i] for i in retry]), strict=True):
+            ok[i] = self._in_context(pieces[i]) == whole
+        with self._lock:
+            if len(self.labels) + len(new) > self.max_labels:
+                self.labels = {}
+            labels = self.labels
+            for x, piece, good in zip(new, pieces, ok, strict=True):
+                labels[x] = piece if good else None
+            self.tokenized += len(new)
+
+    def encode(self, paths: Sequence[Path], texts: Sequence[str] | None = None) -> list[tuple[int, ...]]:
+        """The token ids of each path's sentence (:func:`format_path`), as the tokenizer gives them.
+
+        Args:
+            paths: the paths (a path without hops gives ``()``).
+            texts: their ``to_text()``, when already known.
+        """
+        return self._encode(paths, texts)[0]
+
+    def _encode(
+        self, paths: Sequence[Path], texts: Sequence[str] | None = None
+    ) -> tuple[list[tuple[int, ...]], list[int], list[int]]:
+        """The sentences' ids; for each, the length of its body (the ids before `` </PATH>``; -1 for
+        a sentence tokenised whole); and the index of its parent path (the path less its last hop,
+        whose body starts its own), or -1 when that is not in ``paths`` before it."""
+        need: set[str] = set()
+        for p in paths:
+            hops = p.hops
+            if hops:
+                need.add(hops[0].source)
+                for h in hops:
+                    need.add(h.relation_text)
+                    need.add(h.target)
+        self.add(need)
+        labels = self.labels  # the entries we need: another thread may start the cache again
+        piece = {x: labels.get(x) for x in need}
+        missing = [x for x in need if x not in labels]
+        if missing:
+            self.add(missing)
+            piece.update((x, self.labels.get(x)) for x in missing)
+        start, arrow, end = self.start, self.arrow, self.end
+        index: dict[tuple[int, ...], int] = {}  # hops, as object ids -> the path's index
+        mids: dict[str, tuple[int, ...] | None] = {}  # relation -> ids of " -> r ->"
+        seqs: list[tuple[int, ...]] = []
+        body_len: list[int] = []
+        parents: list[int] = []
+        whole: list[int] = []
+        for i, p in enumerate(paths):
+            hops = p.hops
+            key = tuple(map(id, hops))
+            index[key] = i
+            parent = index.get(key[:-1], -1) if len(hops) > 1 else -1
+            parents.append(parent)
+            if not hops:
+                seqs.append(())
+                body_len.append(-1)
+                continue
+            if len(hops) == 1:
+                e0 = piece[hops[0].source]
+                base = None if e0 is None else (*start, *e0)
+            elif parent >= 0:
+                b = body_len[parent]
+                base = seqs[parent][:b] if b >= 0 else None
+            else:
+                base = self._body(hops[:-1], piece)
+            h = hops[-1]
+            rel = h.relation_text
+            mid = mids.get(rel, ())
+            if mid == ():
+                r = piece[rel]
+                mid = mids[rel] = None if r is None else (*arrow, *r, *arrow)
+            t = piece[h.target]
+            if base is None or mid is None or t is None:
+                whole.append(i)
+                seqs.append(())
+                body_len.append(-1)
+            else:
+                body = base + mid + t
+                seqs.append(body + end)
+                body_len.append(len(body))
+        sentences = [format_path(texts[i] if texts is not None else paths[i]) for i in whole]
+        for i, ids in zip(whole, self._ids(sentences), strict=True):
+            seqs[i] = ids
+        return seqs, body_len, parents
+
+    def _body(self, hops: Sequence[Any], piece: dict[str, tuple[int, ...] | None]) -> tuple[int, ...] | None:
+        e0 = piece.get(hops[0].source)
+        if e0 is None:
+            return None
+        out = [*self.start, *e0]
+        for h in hops:
+            r, t = piece.get(h.relation_text), piece.get(h.target)
+            if r is None or t is None:
+                return None
+            out += [*self.arrow, *r, *self.arrow, *t]
+        return tuple(out)
+
+
+_PATH_TOKENIZERS: weakref.WeakKeyDictionary[Any, PathTokenizer] = weakref.WeakKeyDictionary()
+_PATH_TOKENIZERS_LOCK = threading.Lock()
+
+
+def path_tokenizer(tokenizer: Any) -> PathTokenizer:
+    """The :class:`PathTokenizer` shared by every build with ``tokenizer`` (a new one when the
+    tokenizer cannot be weakly referenced)."""
+    with _PATH_TOKENIZERS_LOCK:
+        try:
+            pt = _PATH_TOKENIZERS.get(tokenizer)
+        except TypeError:
+            return PathTokenizer(tokenizer)
+        if pt is None:
+            pt = _PATH_TOKENIZERS[tokenizer] = PathTokenizer(tokenizer)
+        return pt
+
+
+def _fill(
+    trie: KGTrie,
+    texts: Sequence[str],
+    seqs: Sequence[tuple[int, ...]],
+    body_len: Sequence[int],
+    parents: Sequence[int],
+) -> None:
+    """Insert sentences in order, as :meth:`KGTrie._insert` does, walking a composed sentence on from
+    the node its parent path's body reached (that body starts its own and was inserted before it)."""
+    root = trie.root
+    seq_out, text_out = trie.sequences, trie.texts
+    n_nodes, max_len = trie._nodes, trie.max_len
+    at_body: list[tuple[dict[int, Any], int] | None] = [None] * len(seqs)
+    for i, (text, seq, blen, parent) in enumerate(zip(texts, seqs, body_len, parents, strict=True)):
+        if not seq:
+            continue
+        node, pos = root, 0
+        if blen >= 0 and parent >= 0:
+            node, pos = at_body[parent] or (root, 0)
+        if blen >= 0:
+            for t in seq[pos:blen]:
+                child = node.get(t)
+                if child is None:
+                    child = node[t] = {}
+                    n_nodes += 1
+                node = child
+            at_body[i] = (node, blen)
+            pos = blen
+        for t in seq[pos:]:
+            child = node.get(t)
+            if child is None:
+                child = node[t] = {}
+                n_nodes += 1
+            node = child
+        if END in node:  # the same sentence twice
+            continue
+        node[END] = len(text_out)
+        seq_out.append(seq)
+        text_out.append(text)
+        if len(seq) > max_len:
+            max_len = len(seq)
+    trie._nodes, trie.max_len = n_nodes, max_len
+
+
 def build_trie(
     kg: KnowledgeGraph,
     entities: Sequence[str],
@@ -323,20 +578,29 @@ def build_trie(
     if max_hops < 1:
         raise ValueError(f"max_hops must be >= 1, got {max_hops}")
     t0 = time.perf_counter()
-    res = enumerate_paths(
-        kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
-    )
-    texts = [p.to_text() for p in res.paths]
-    sentences = [format_path(t) for t in texts]
-    seqs = tokenizer(sentences, add_special_tokens=False)["input_ids"] if sentences else []
-    stats = TrieStats(
+    # The build allocates many small objects and makes no reference cycles: pausing the cyclic
+    # collector spares full collections of the whole heap in the middle of it (the p95 of the build).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        res = enumerate_paths(
+            kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
+        )
+        paths = res.paths
+        texts = [p.to_text() for p in paths]
+        seqs, body_len, parents = path_tokenizer(tokenizer)._encode(paths, texts)
+        sig = tokenizer_sig if tokenizer_sig is not None else tokenizer_signature(tokenizer)
+        trie = KGTrie([], [], tokenizer_sig=sig)
+        _fill(trie, texts, seqs, body_len, parents)
+    finally:
+        if paused:
+            gc.enable()
+    trie.stats = TrieStats(
         entities=list(entities),
         max_hops=max_hops,
         fanout_truncated=list(res.fanout_truncated),
         path_limit_hit=res.path_limit_hit,
     )
-    sig = tokenizer_sig if tokenizer_sig is not None else tokenizer_signature(tokenizer)
-    trie = KGTrie(seqs, texts, stats=stats, tokenizer_sig=sig)
     trie.stats.paths = len(trie)
     trie.stats.seconds = time.perf_counter() - t0
     return trie

@@ -1,0 +1,135 @@
+"""The fast KG-Trie build gives exactly the trie of tokenising every path sentence whole.
+
+The reference below is independent of the build's composition: it tokenises each ``format_path``
+sentence with the tokenizer in one call and inserts the sentences one by one (the build before
+labels were tokenised once and composed). Compared: sentences, texts, their order, node count,
+longest sentence, stats, and the tree with the order of every node's children.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_agents.kg import MemoryKG, open_kg
+from kg_agents.kg.base import Path
+from kg_agents.kg.paths import enumerate_paths
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.gcr.trie import KGTrie, PathTokenizer, build_trie, format_path, path_tokenizer
+from tests.methods.gcr.helpers import smollm_tokenizer
+
+#: Labels that test the composition's edges: spaces and tabs at either end, newlines, non-ASCII and
+#: combining marks, digits, the path markers and a special token inside a label, an inverse mark.
+ODD_TRIPLES = [
+    ("Amélie", "directed_by", "Jean-Pierre Jeunet"),
+    (" lead space", "has_tags", "trail space "),
+    ("two  spaces", "has_tags", "\ttab"),
+    ("new\nline", "release_year", "1999"),
+    ("e\u0301 combining", "in_language", "日本語"),
+    ("x </PATH> y", "has_tags", "<PATH>"),
+    ("a<|im_end|>b", "written_by", "~tilde"),
+    ("(500) Days of Summer", "starred_actors", "Zooey Deschanel"),
+    ("Amélie", "has_tags", "1,000,000"),
+    ("1999", "has_tags", "'s"),
+    ("Jean-Pierre Jeunet", "~weird", "-dash-"),
+]
+
+
+def reference_trie(kg, entities, tokenizer, max_hops, max_paths=20_000, fanout_limit=500) -> KGTrie:
+    res = enumerate_paths(
+        kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
+    )
+    texts = [p.to_text() for p in res.paths]
+    sentences = [format_path(t) for t in texts]
+    seqs = tokenizer(sentences, add_special_tokens=False)["input_ids"] if sentences else []
+    return KGTrie(seqs, texts)
+
+
+def shape(node: dict) -> list:
+    """The tree with the order of every node's children (dict equality ignores order)."""
+    return [(k, shape(v) if isinstance(v, dict) else v) for k, v in node.items()]
+
+
+def assert_same(built: KGTrie, ref: KGTrie) -> None:
+    assert built.texts == ref.texts
+    assert built.sequences == ref.sequences
+    assert all(type(t) is int for s in built.sequences for t in s)
+    assert built.num_nodes == ref.num_nodes and built.max_len == ref.max_len
+    assert shape(built.root) == shape(ref.root)
+    assert built.stats.paths == len(ref)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return smollm_tokenizer()
+
+
+@pytest.mark.parametrize("hops", [1, 2, 3])
+def test_build_equals_whole_sentence_tokenisation_small_kg(tok, hops):
+    kg = MemoryKG(CONTRACT_TRIPLES + ODD_TRIPLES)
+    for e in sorted({t[0] for t in CONTRACT_TRIPLES + ODD_TRIPLES} | {t[2] for t in ODD_TRIPLES}):
+        assert_same(build_trie(kg, [e], tok, max_hops=hops), reference_trie(kg, [e], tok, hops))
+    every = ["Tom Hanks", "Amélie", "x </PATH> y", "1999"]
+    assert_same(build_trie(kg, every, tok, max_hops=hops), reference_trie(kg, every, tok, hops))
+    cut = build_trie(kg, ["Tom Hanks"], tok, max_hops=hops, max_paths=5, fanout_limit=2)
+    assert_same(cut, reference_trie(kg, ["Tom Hanks"], tok, hops, max_paths=5, fanout_limit=2))
+
+
+def test_odd_labels_compose_or_fall_back(tok):
+    """Every odd label either composes exactly or is marked to be tokenised whole."""
+    pt = PathTokenizer(tok, chunk=4)
+    labels = sorted({x for t in ODD_TRIPLES for x in t})
+    pt.add(labels)
+    for x in labels:
+        piece = pt.labels[x]
+        whole = tuple(tok(f"<PATH> {x} -> {x} </PATH>", add_special_tokens=False)["input_ids"])
+        composed = (*pt.start, *(piece or ()), *pt.arrow, *(piece or ()), *pt.end)
+        assert (piece is not None) == (whole == composed)
+    paths = [Path.from_text("Amélie -> directed_by -> Jean-Pierre Jeunet"), Path(())]
+    assert pt.encode(paths) == [
+        tuple(tok(format_path(paths[0]), add_special_tokens=False)["input_ids"]),
+        (),
+    ]
+
+
+class CharTokenizer:
+    """A tokenizer that composing cannot follow: characters, but ``"> "`` is one token."""
+
+    def __call__(self, texts, add_special_tokens=False):
+        out = []
+        for text in texts:
+            ids, i = [], 0
+            while i < len(text):
+                if text.startswith("> ", i):
+                    ids.append(100_000)
+                    i += 2
+                else:
+                    ids.append(ord(text[i]))
+                    i += 1
+            out.append(ids)
+        return {"input_ids": out}
+
+    def __len__(self) -> int:
+        return 100_001
+
+
+def test_tokenizer_that_does_not_compose_falls_back_to_whole_sentences():
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    fake = CharTokenizer()
+    built = build_trie(kg, ["Tom Hanks"], fake, max_hops=2, tokenizer_sig="fake")
+    assert len(built) > 5
+    assert_same(built, reference_trie(kg, ["Tom Hanks"], fake, 2))
+    labels = path_tokenizer(fake).labels
+    assert labels and all(v is None for v in labels.values())
+
+
+@pytest.mark.integration
+def test_build_equals_whole_sentence_tokenisation_metaqa(tok):
+    """Real MetaQA topic entities at L = 2, among them one whose path limit is hit."""
+    kg = open_kg("metaqa")
+    entities = ["Splash", "Tom Hanks", "Ron Howard", "Drama", "1999", "Big"]
+    for e in entities:
+        assert_same(build_trie(kg, [e], tok, max_hops=2), reference_trie(kg, [e], tok, 2))
+    assert_same(build_trie(kg, entities[:3], tok, max_hops=2), reference_trie(kg, entities[:3], tok, 2))
+    small = build_trie(kg, ["Drama"], tok, max_hops=2, max_paths=3000)
+    assert small.stats.path_limit_hit
+    assert_same(small, reference_trie(kg, ["Drama"], tok, 2, max_paths=3000))
