@@ -36,7 +36,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path as FsPath
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -60,6 +60,7 @@ __all__ = [
     "format_path",
     "parse_path_text",
     "path_tokenizer",
+    "splits_at_spaces",
     "tokenizer_signature",
 ]
 
@@ -294,20 +295,60 @@ class KGTrie:
 
 
 # --------------------------------------------------------------------------- building
+def splits_at_spaces(tokenizer: Any) -> bool:
+    """True when ``tokenizer`` is a byte-level BPE with the GPT-2 split rule that splits any text at
+    a space followed by a non-space, and tokenises each side alone as in the whole: no normaliser, no
+    BPE dropout, no added token that holds whitespace or strips it (SmolLM2's tokenizer).
+
+    Under its split rule
+    (``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``)
+    a piece holds a space only as its first character or inside a run of whitespace, and a run of
+    whitespace that ends a label is one piece before the space of `` ->`` as at the end of a text: the
+    pieces of `` x`` are the same alone as inside a sentence. The tests compare the composition with
+    whole-sentence tokenisation on odd labels and on MetaQA.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return False
+    try:
+        from tokenizers import models, pre_tokenizers
+
+        model = backend.model
+        pre = backend.pre_tokenizer
+        added = backend.get_added_tokens_decoder().values()
+    except Exception:  # an unknown backend: check the labels instead
+        return False
+    return (
+        backend.normalizer is None
+        and isinstance(pre, pre_tokenizers.ByteLevel)
+        and bool(pre.use_regex)
+        and not pre.add_prefix_space
+        and isinstance(model, models.BPE)
+        and not model.dropout
+        and all(not (a.lstrip or a.rstrip or any(c.isspace() for c in a.content)) for a in added)
+    )
+
+
 class PathTokenizer:
     """Token ids of path sentences composed from the ids of their parts, each label tokenised once.
 
     The sentence ``<PATH> e0 -> r1 -> e1 </PATH>`` is composed from the ids of ``<PATH>``, `` e0``,
     `` ->``, `` r1``, `` ->``, `` e1`` and `` </PATH>``: the tokenizer's own ids for the whole sentence
-    whenever it splits the sentence at the spaces between its parts, as byte-level BPE does. Every new
-    label (an entity, or a relation as written, ``~r`` included) is tokenised once, in a batch, and
-    checked once in each context it can take: ``<PATH> x -> x </PATH>`` tokenised whole must equal
-    the composition (many labels per text, then one text per label where a text disagrees). The paths
-    holding a label that fails the check are tokenised whole, in one batch, so :meth:`encode` returns
-    the tokenizer's ids for every sentence, whatever the tokenizer.
+    whenever it splits the sentence at the spaces between its parts. Every new label (an entity, or a
+    relation as written, ``~r`` included) is tokenised once, in a batch.
+
+    A byte-level BPE tokenizer with the GPT-2 split rule (SmolLM2's; no normaliser, no BPE dropout, no
+    added token that holds or strips whitespace) splits there by construction: each part starts with
+    one space and ends where the split rule ends a piece before a space. Any other tokenizer has each
+    new label checked once in each context it can take: ``<PATH> x -> x </PATH>`` tokenised whole must
+    equal the composition (many labels per text, then one text per label where a text disagrees). The
+    paths holding a label that fails the check are tokenised whole, in one batch, so :meth:`encode`
+    returns the tokenizer's ids for every sentence, whatever the tokenizer.
 
     Args:
         tokenizer: a Hugging Face tokenizer (called as ``tokenizer(texts, add_special_tokens=False)``).
+        check: check every label in context (None: unless the tokenizer splits at the parts by
+            construction, as above).
         max_labels: labels kept; past this size the cache starts again empty.
         chunk: labels per checking text.
 
@@ -322,7 +363,9 @@ class PathTokenizer:
         [(44, 16586, 46, ...)]
     """
 
-    def __init__(self, tokenizer: Any, *, max_labels: int = 1_000_000, chunk: int = 64) -> None:
+    def __init__(
+        self, tokenizer: Any, *, check: bool | None = None, max_labels: int = 1_000_000, chunk: int = 64
+    ) -> None:
         self.tokenizer = tokenizer
         self.max_labels = max_labels
         self.chunk = max(1, chunk)
@@ -331,6 +374,7 @@ class PathTokenizer:
             [PATH_START, ARROW.rstrip(), " " + PATH_END, "\n"]
         )
         self._use_backend()
+        self.check = not splits_at_spaces(tokenizer) if check is None else check
         self.labels: dict[str, tuple[int, ...] | None] = {}
         self.tokenized = 0
         self._lock = threading.Lock()
@@ -370,6 +414,17 @@ class PathTokenizer:
         if not new:
             return
         pieces = self._ids([" " + x for x in new])
+        ok = self._check(new, pieces) if self.check else [True] * len(new)
+        with self._lock:
+            if len(self.labels) + len(new) > self.max_labels:
+                self.labels = {}
+            labels = self.labels
+            for x, piece, good in zip(new, pieces, ok, strict=True):
+                labels[x] = piece if good else None
+            self.tokenized += len(new)
+
+    def _check(self, new: list[str], pieces: list[tuple[int, ...]]) -> list[bool]:
+        """Whether each label's composition equals the tokenizer's ids in ``<PATH> x -> x </PATH>``."""
         checks = [f"{PATH_START} {x} {ARROW.strip()} {x} {PATH_END}" for x in new]
         groups = [range(i, min(i + self.chunk, len(new))) for i in range(0, len(new), self.chunk)]
         wholes = self._ids(["\n".join(checks[i] for i in g) for g in groups])
@@ -388,29 +443,19 @@ class PathTokenizer:
                 retry.extend(g)
         for i, whole in zip(retry, self._ids([checks[i] for i in retry]), strict=True):
             ok[i] = self._in_context(pieces[i]) == whole
-        with self._lock:
-            if len(self.labels) + len(new) > self.max_labels:
-                self.labels = {}
-            labels = self.labels
-            for x, piece, good in zip(new, pieces, ok, strict=True):
-                labels[x] = piece if good else None
-            self.tokenized += len(new)
+        return ok
 
     def encode(self, paths: Sequence[Path], texts: Sequence[str] | None = None) -> list[tuple[int, ...]]:
         """The token ids of each path's sentence (:func:`format_path`), as the tokenizer gives them.
 
         Args:
-            paths: the paths (a path without hops gives ``()``).
+            paths: the paths.
             texts: their ``to_text()``, when already known.
         """
-        return self._encode(paths, texts)[0]
+        return self._encode(paths, texts, self._pieces(paths))[0]
 
-    def _encode(
-        self, paths: Sequence[Path], texts: Sequence[str] | None = None
-    ) -> tuple[list[tuple[int, ...]], list[int], list[int]]:
-        """The sentences' ids; for each, the length of its body (the ids before `` </PATH>``; -1 for
-        a sentence tokenised whole); and the index of its parent path (the path less its last hop,
-        whose body starts its own), or -1 when that is not in ``paths`` before it."""
+    def _pieces(self, paths: Sequence[Path]) -> dict[str, tuple[int, ...] | None]:
+        """The cached ids of every label of ``paths`` (tokenising the new ones)."""
         need: set[str] = set()
         for p in paths:
             hops = p.hops
@@ -426,6 +471,89 @@ class PathTokenizer:
         if missing:
             self.add(missing)
             piece.update((x, self.labels.get(x)) for x in missing)
+        return piece
+
+    def fill(self, trie: KGTrie, paths: Sequence[Path]) -> None:
+        """Insert the sentences of ``paths`` into ``trie``, in order: the trie that tokenising each
+        sentence whole and inserting it would give (the same nodes, in the same order).
+
+        A path's sentence is its parent path's body (the ids before `` </PATH>``), then
+        `` -> r ->`` and the new entity: the walk goes on from the node the parent's body reached
+        (the path less its last hop, inserted before it, as breadth-first search gives them), and
+        from the node after `` -> r ->`` for the parent's other paths over ``r``.
+        """
+        piece = self._pieces(paths)
+        if any(v is None for v in piece.values()) or not all(p.hops for p in paths):
+            texts = [p.to_text() for p in paths]
+            seqs, body_len, parents = self._encode(paths, texts, piece)
+            _fill(trie, texts, seqs, body_len, parents)
+            return
+        ids = cast("dict[str, tuple[int, ...]]", piece)
+        start, arrow, end = self.start, self.arrow, self.end
+        root = trie.root
+        seq_out, text_out = trie.sequences, trie.texts
+        n_nodes, max_len = trie._nodes, trie.max_len
+        index: dict[tuple[int, ...], int] = {}  # hops, as object ids -> the path's position
+        # per path: the node its body reached, its body's ids, its text
+        at: list[tuple[dict[int, Any], tuple[int, ...], str]] = []
+        heads: dict[str, tuple[dict[int, Any], tuple[int, ...], str]] = {}  # after "<PATH> e0"
+        mids: dict[tuple[int, str], tuple[dict[int, Any], tuple[int, ...], str]] = {}  # after " -> r ->"
+        for p in paths:
+            hops = p.hops
+            key = tuple(map(id, hops))
+            index[key] = len(at)
+            if len(hops) == 1:
+                e0 = hops[0].source
+                base = heads.get(e0)
+                if base is None:
+                    body = start + ids[e0]
+                    node, made = _walk(root, body)
+                    n_nodes += made
+                    base = heads[e0] = (node, body, e0)
+            else:
+                j = index.get(key[:-1])
+                if j is not None:
+                    base = at[j]
+                else:  # the parent path is not among the paths before this one
+                    body = cast("tuple[int, ...]", self._body(hops[:-1], piece))
+                    node, made = _walk(root, body)
+                    n_nodes += made
+                    base = (node, body, Path(hops[:-1]).to_text())
+            h = hops[-1]
+            rel = h.relation_text
+            mk = (id(base), rel)
+            mid = mids.get(mk)
+            if mid is None:
+                part = arrow + ids[rel] + arrow
+                node, made = _walk(base[0], part)
+                n_nodes += made
+                mid = mids[mk] = (node, base[1] + part, base[2] + ARROW + rel + ARROW)
+            target = ids[h.target]
+            node, made = _walk(mid[0], target)
+            n_nodes += made
+            here = (node, mid[1] + target, mid[2] + h.target)
+            at.append(here)
+            leaf, made = _walk(node, end)
+            n_nodes += made
+            if END in leaf:  # the same sentence twice
+                continue
+            leaf[END] = len(text_out)
+            seq = here[1] + end
+            seq_out.append(seq)
+            text_out.append(here[2])
+            if len(seq) > max_len:
+                max_len = len(seq)
+        trie._nodes, trie.max_len = n_nodes, max_len
+
+    def _encode(
+        self,
+        paths: Sequence[Path],
+        texts: Sequence[str] | None,
+        piece: dict[str, tuple[int, ...] | None],
+    ) -> tuple[list[tuple[int, ...]], list[int], list[int]]:
+        """The sentences' ids; for each, the length of its body (the ids before `` </PATH>``; -1 for
+        a sentence tokenised whole); and the index of its parent path (the path less its last hop,
+        whose body starts its own), or -1 when that is not in ``paths`` before it."""
         start, arrow, end = self.start, self.arrow, self.end
         index: dict[tuple[int, ...], int] = {}  # hops, as object ids -> the path's index
         mids: dict[str, tuple[int, ...] | None] = {}  # relation -> ids of " -> r ->"
@@ -440,6 +568,7 @@ class PathTokenizer:
             parent = index.get(key[:-1], -1) if len(hops) > 1 else -1
             parents.append(parent)
             if not hops:
+                whole.append(i)
                 seqs.append(())
                 body_len.append(-1)
                 continue
@@ -499,6 +628,18 @@ def path_tokenizer(tokenizer: Any) -> PathTokenizer:
         if pt is None:
             pt = _PATH_TOKENIZERS[tokenizer] = PathTokenizer(tokenizer)
         return pt
+
+
+def _walk(node: dict[int, Any], ids: Sequence[int]) -> tuple[dict[int, Any], int]:
+    """Walk ``ids`` down from ``node``, adding the nodes missing; the last node and how many were added."""
+    made = 0
+    for t in ids:
+        child = node.get(t)
+        if child is None:
+            child = node[t] = {}
+            made += 1
+        node = child
+    return node, made
 
 
 def _fill(
@@ -586,12 +727,9 @@ def build_trie(
         res = enumerate_paths(
             kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
         )
-        paths = res.paths
-        texts = [p.to_text() for p in paths]
-        seqs, body_len, parents = path_tokenizer(tokenizer)._encode(paths, texts)
         sig = tokenizer_sig if tokenizer_sig is not None else tokenizer_signature(tokenizer)
         trie = KGTrie([], [], tokenizer_sig=sig)
-        _fill(trie, texts, seqs, body_len, parents)
+        path_tokenizer(tokenizer).fill(trie, res.paths)
     finally:
         if paused:
             gc.enable()

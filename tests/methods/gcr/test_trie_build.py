@@ -14,7 +14,14 @@ from kg_agents.kg import MemoryKG, open_kg
 from kg_agents.kg.base import Path
 from kg_agents.kg.paths import enumerate_paths
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.methods.gcr.trie import KGTrie, PathTokenizer, build_trie, format_path, path_tokenizer
+from kg_agents.methods.gcr.trie import (
+    KGTrie,
+    PathTokenizer,
+    build_trie,
+    format_path,
+    path_tokenizer,
+    splits_at_spaces,
+)
 from tests.methods.gcr.helpers import smollm_tokenizer
 
 #: Labels that test the composition's edges: spaces and tabs at either end, newlines, non-ASCII and
@@ -74,20 +81,29 @@ def test_build_equals_whole_sentence_tokenisation_small_kg(tok, hops):
     assert_same(cut, reference_trie(kg, ["Tom Hanks"], tok, hops, max_paths=5, fanout_limit=2))
 
 
-def test_odd_labels_compose_or_fall_back(tok):
-    """Every odd label either composes exactly or is marked to be tokenised whole."""
-    pt = PathTokenizer(tok, chunk=4)
-    labels = sorted({x for t in ODD_TRIPLES for x in t})
-    pt.add(labels)
+def test_smollm_splits_at_spaces_and_odd_labels_compose(tok):
+    """SmolLM2's tokenizer composes by construction: no label is checked, and each odd label's
+    composition is the tokenizer's ids in every context; the in-context check agrees."""
+    assert splits_at_spaces(tok) and not splits_at_spaces(CharTokenizer())
+    labels = sorted({x for t in ODD_TRIPLES for x in t} | {"", " ", "~" + ODD_TRIPLES[0][1]})
+    unchecked, checked = PathTokenizer(tok), PathTokenizer(tok, check=True, chunk=4)
+    assert not unchecked.check and checked.check
+    unchecked.add([*labels, "a", "b"])
+    checked.add([*labels, "a", "b"])
+    assert checked.labels == unchecked.labels
+    a, b = unchecked.labels["a"] or (), unchecked.labels["b"] or ()
     for x in labels:
-        piece = pt.labels[x]
-        whole = tuple(tok(f"<PATH> {x} -> {x} </PATH>", add_special_tokens=False)["input_ids"])
-        composed = (*pt.start, *(piece or ()), *pt.arrow, *(piece or ()), *pt.end)
-        assert (piece is not None) == (whole == composed)
+        piece = unchecked.labels[x]
+        assert piece is not None
+        arrow, start, end = unchecked.arrow, unchecked.start, unchecked.end
+        for text, composed in [
+            (f"<PATH> {x} -> {x} </PATH>", (*start, *piece, *arrow, *piece, *end)),
+            (f"<PATH> a -> {x} -> b </PATH>", (*start, *a, *arrow, *piece, *arrow, *b, *end)),
+        ]:
+            assert tuple(tok(text, add_special_tokens=False)["input_ids"]) == composed, x
     paths = [Path.from_text("Amélie -> directed_by -> Jean-Pierre Jeunet"), Path(())]
-    assert pt.encode(paths) == [
-        tuple(tok(format_path(paths[0]), add_special_tokens=False)["input_ids"]),
-        (),
+    assert unchecked.encode(paths) == [  # a path without hops is tokenised whole, as before
+        tuple(tok([format_path(p) for p in paths], add_special_tokens=False)["input_ids"][i]) for i in (0, 1)
     ]
 
 
@@ -133,3 +149,36 @@ def test_build_equals_whole_sentence_tokenisation_metaqa(tok):
     small = build_trie(kg, ["Drama"], tok, max_hops=2, max_paths=3000)
     assert small.stats.path_limit_hit
     assert_same(small, reference_trie(kg, ["Drama"], tok, 2, max_paths=3000))
+
+
+@pytest.mark.integration
+def test_every_metaqa_label_composes_in_context(tok):
+    """The in-context check passes for every MetaQA entity and relation, both directions."""
+    kg = open_kg("metaqa")
+    rels = kg.all_relations()
+    labels = [*(e for e, _ in kg.iter_labels()), *rels, *("~" + r for r in rels)]
+    assert len(labels) == kg.num_entities + 2 * len(rels)
+    pt = PathTokenizer(tok, check=True)
+    pt.add(labels)
+    assert [x for x in labels if pt.labels[x] is None] == []
+
+
+def test_fill_any_order_duplicates_and_foreign_parents(tok):
+    """Paths out of breadth-first order (a path before its parent), repeated, hopless, or whose
+    parent is another object: the same trie as inserting each whole-tokenised sentence in order."""
+    kg = MemoryKG(CONTRACT_TRIPLES + ODD_TRIPLES)
+    paths = enumerate_paths(kg, ["Tom Hanks", "Amélie"], 2, direction="both").paths
+    two = [p for p in paths if len(p) == 2]
+    rebuilt = [Path.from_text(p.to_text()) for p in paths[:5]]  # equal paths, other Hop objects
+    for order in (
+        [*two[:4], *paths, *two[:2]],
+        [*reversed(paths)],
+        [*rebuilt, *paths[:3], *rebuilt],
+        [paths[0], Path(()), paths[1]],
+    ):
+        texts = [p.to_text() for p in order]
+        want = KGTrie(tok([format_path(t) for t in texts], add_special_tokens=False)["input_ids"], texts)
+        got = KGTrie([], [])
+        PathTokenizer(tok).fill(got, order)
+        got.stats.paths = len(got)
+        assert_same(got, want)
