@@ -529,15 +529,24 @@ class PathTokenizer:
                 n_nodes += made
                 mid = mids[mk] = (node, base[1] + part, base[2] + ARROW + rel + ARROW)
             target = ids[h.target]
-            node, made = _walk(mid[0], target)
-            n_nodes += made
+            node = mid[0]
+            for t in target:  # _walk, inlined: this loop runs for every path
+                child = node.get(t)
+                if child is None:
+                    child = node[t] = {}
+                    n_nodes += 1
+                node = child
             here = (node, mid[1] + target, mid[2] + h.target)
             at.append(here)
-            leaf, made = _walk(node, end)
-            n_nodes += made
-            if END in leaf:  # the same sentence twice
+            for t in end:
+                child = node.get(t)
+                if child is None:
+                    child = node[t] = {}
+                    n_nodes += 1
+                node = child
+            if END in node:  # the same sentence twice
                 continue
-            leaf[END] = len(text_out)
+            node[END] = len(text_out)
             seq = here[1] + end
             seq_out.append(seq)
             text_out.append(here[2])
