@@ -329,6 +329,10 @@ def splits_at_spaces(tokenizer: Any) -> bool:
     )
 
 
+#: A path whose sentence every tokenizer that composes must give whole as composed.
+_PROBE = Path.from_text("Tom Hanks -> ~starred_actors -> Big, The (1988) -> release_year -> 1988")
+
+
 class PathTokenizer:
     """Token ids of path sentences composed from the ids of their parts, each label tokenised once.
 
@@ -339,11 +343,12 @@ class PathTokenizer:
 
     A byte-level BPE tokenizer with the GPT-2 split rule (SmolLM2's; no normaliser, no BPE dropout, no
     added token that holds or strips whitespace) splits there by construction: each part starts with
-    one space and ends where the split rule ends a piece before a space. Any other tokenizer has each
-    new label checked once in each context it can take: ``<PATH> x -> x </PATH>`` tokenised whole must
-    equal the composition (many labels per text, then one text per label where a text disagrees). The
-    paths holding a label that fails the check are tokenised whole, in one batch, so :meth:`encode`
-    returns the tokenizer's ids for every sentence, whatever the tokenizer.
+    one space and ends where the split rule ends a piece before a space (one probe sentence confirms
+    it). Any other tokenizer has each new label checked once in each context it can take:
+    ``<PATH> x -> x </PATH>`` tokenised whole must equal the composition (many labels per text, then
+    one text per label where a text disagrees). The paths holding a label that fails the check are
+    tokenised whole, in one batch, so :meth:`encode` returns the tokenizer's ids for every sentence,
+    whatever the tokenizer.
 
     Args:
         tokenizer: a Hugging Face tokenizer (called as ``tokenizer(texts, add_special_tokens=False)``).
@@ -364,7 +369,7 @@ class PathTokenizer:
     """
 
     def __init__(
-        self, tokenizer: Any, *, check: bool | None = None, max_labels: int = 1_000_000, chunk: int = 64
+        self, tokenizer: Any, *, check: bool | None = None, max_labels: int = 200_000, chunk: int = 64
     ) -> None:
         self.tokenizer = tokenizer
         self.max_labels = max_labels
@@ -378,6 +383,17 @@ class PathTokenizer:
         self.labels: dict[str, tuple[int, ...] | None] = {}
         self.tokenized = 0
         self._lock = threading.Lock()
+        if not self.check and not self._composes(_PROBE):  # never seen: then check every label
+            self.check = True
+
+    def _composes(self, path: Path) -> bool:
+        """Whether composing ``path``'s sentence from its parts gives the tokenizer's ids."""
+        parts = [path.hops[0].source, *(x for h in path.hops for x in (h.relation_text, h.target))]
+        pieces = self._ids([" " + x for x in parts])
+        composed = [*self.start, *pieces[0]]
+        for piece in pieces[1:]:
+            composed += [*self.arrow, *piece]
+        return tuple(composed) + self.end == self._ids([format_path(path)])[0]
 
     def _use_backend(self) -> None:
         """Call a fast tokenizer's Rust backend directly (``encode_batch_fast``, no offsets or Python

@@ -182,3 +182,20 @@ def test_fill_any_order_duplicates_and_foreign_parents(tok):
         PathTokenizer(tok).fill(got, order)
         got.stats.paths = len(got)
         assert_same(got, want)
+
+
+def test_a_tokenizer_that_fails_the_probe_is_checked(monkeypatch):
+    """A tokenizer taken to split at spaces whose probe sentence does not compose: labels are checked."""
+    import kg_agents.methods.gcr.trie as trie_module
+
+    monkeypatch.setattr(trie_module, "splits_at_spaces", lambda tokenizer: True)
+    fake = CharTokenizer()
+    assert PathTokenizer(fake).check
+    assert not PathTokenizer(smollm_tokenizer()).check
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    pt = PathTokenizer(fake)
+    got = KGTrie([], [])
+    paths = enumerate_paths(kg, ["Tom Hanks"], 2, direction="both").paths
+    pt.fill(got, paths)
+    got.stats.paths = len(got)
+    assert_same(got, reference_trie(kg, ["Tom Hanks"], fake, 2))
