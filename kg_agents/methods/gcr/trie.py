@@ -643,15 +643,17 @@ _PATH_TOKENIZERS_LOCK = threading.Lock()
 
 
 def path_tokenizer(tokenizer: Any) -> PathTokenizer:
-    """The :class:`PathTokenizer` shared by every build with ``tokenizer`` (a new one when the
-    tokenizer cannot be weakly referenced)."""
+    """The :class:`PathTokenizer` shared by every build with ``tokenizer``, kept while the tokenizer
+    lives (a new one each time when the tokenizer cannot be weakly referenced)."""
     with _PATH_TOKENIZERS_LOCK:
         try:
             pt = _PATH_TOKENIZERS.get(tokenizer)
         except TypeError:
             return PathTokenizer(tokenizer)
         if pt is None:
-            pt = _PATH_TOKENIZERS[tokenizer] = PathTokenizer(tokenizer)
+            pt = PathTokenizer(tokenizer)
+            pt.tokenizer = weakref.proxy(tokenizer)  # the entry must not keep its own key alive
+            _PATH_TOKENIZERS[tokenizer] = pt
         return pt
 
 

@@ -199,3 +199,17 @@ def test_a_tokenizer_that_fails_the_probe_is_checked(monkeypatch):
     pt.fill(got, paths)
     got.stats.paths = len(got)
     assert_same(got, reference_trie(kg, ["Tom Hanks"], fake, 2))
+
+
+def test_shared_path_tokenizer_lives_as_long_as_its_tokenizer():
+    import gc
+
+    from kg_agents.methods.gcr import trie as trie_module
+
+    fake = CharTokenizer()
+    pt = path_tokenizer(fake)
+    assert path_tokenizer(fake) is pt and pt.encode([Path.from_text("a -> r -> b")])
+    n = len(trie_module._PATH_TOKENIZERS)
+    del fake
+    gc.collect()
+    assert len(trie_module._PATH_TOKENIZERS) == n - 1
