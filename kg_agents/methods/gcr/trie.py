@@ -418,7 +418,7 @@ class PathTokenizer:
         if self._backend is not None:
             return [tuple(e.ids) for e in self._backend(list(texts), add_special_tokens=False)]
         out = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-        return [tuple(ids) for ids in out]
+        return [tuple(map(int, ids)) for ids in out]  # plain ints, as KGTrie stores them
 
     def _in_context(self, piece: tuple[int, ...]) -> tuple[int, ...]:
         """The composed ids of ``<PATH> x -> x </PATH>``."""
