@@ -5,6 +5,14 @@ is the persisted ``.npz`` file (compressed token ids + texts) and the in-memory 
 (:meth:`KGTrie.nbytes`). The paper reports 5.8 / 13.3 / 21.9 ms and 0.4 / 0.5 / 2.5 MB for
 L = 1 / 2 / 3 on Freebase (appendix B, table 8).
 
+Side by side on the same entities (on by default; ``--no-whole`` skips it): the build that tokenises
+every path sentence whole (the build before labels were tokenised once and composed), in a second pass
+over the entities, with the ratio of the medians and of the p95s; the two must give the same tries
+(checked on every entity). Times are wall-clock and, in brackets, the process's CPU time
+(``time.process_time``, all its threads), which a busy machine inflates less. The label cache
+(:func:`~kg_agents.methods.gcr.trie.path_tokenizer`) starts empty: each row's first builds tokenise
+labels that later builds reuse, as a real run's would.
+
 Usage:
     HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/trie_build.py --entities 100
 """
@@ -21,13 +29,52 @@ from pathlib import Path
 
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.kg import open_kg
+from kg_agents.kg.paths import enumerate_paths
 from kg_agents.llm.local_model import ensure_converted
-from kg_agents.methods.gcr.trie import TrieCache, build_trie, tokenizer_signature
+from kg_agents.methods.gcr.trie import (
+    KGTrie,
+    TrieCache,
+    TrieStats,
+    build_trie,
+    format_path,
+    path_tokenizer,
+    tokenizer_signature,
+)
 
 
 def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def build_whole(kg, entity: str, tok, max_hops: int, fanout_limit: int, max_paths: int, sig: str) -> KGTrie:  # type: ignore[no-untyped-def]
+    """The build before: every path sentence tokenised whole, in one call, then inserted one by one."""
+    res = enumerate_paths(
+        kg, [entity], max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
+    )
+    texts = [p.to_text() for p in res.paths]
+    seqs = tok([format_path(t) for t in texts], add_special_tokens=False)["input_ids"] if texts else []
+    stats = TrieStats(entities=[entity], max_hops=max_hops, fanout_truncated=list(res.fanout_truncated))
+    return KGTrie(seqs, texts, stats=stats, tokenizer_sig=sig)
+
+
+def clear_bpe_cache(tok) -> None:  # type: ignore[no-untyped-def]
+    """Empty the fast tokenizer's word cache (its BPE model keeps the words it has split)."""
+    clear = getattr(getattr(getattr(tok, "backend_tokenizer", None), "model", None), "_clear_cache", None)
+    if clear is not None:
+        clear()
+
+
+def digest(trie: KGTrie) -> int:
+    """The trie's sentences, texts and tree, as one number (to compare two builds)."""
+    return hash((tuple(trie.sequences), tuple(trie.texts), trie.num_nodes, trie.max_len, repr(trie.root)))
+
+
+def fmt(wall: list[float], cpu: list[float]) -> str:
+    return (
+        f"{statistics.median(wall):7.1f} ({statistics.median(cpu):5.1f}) "
+        f"{pct(wall, 0.95):7.1f} ({pct(cpu, 0.95):5.1f})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hops", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--fanout-limit", type=int, default=500)
     ap.add_argument("--max-paths", type=int, default=20_000)
+    ap.add_argument("--no-whole", dest="whole", action="store_false", help="skip the whole-sentence build")
     args = ap.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -53,14 +101,26 @@ def main(argv: list[str] | None = None) -> int:
         f"fanout_limit={args.fanout_limit} max_paths={args.max_paths}"
     )
     print(
-        f"{'L':>2} {'median ms':>10} {'p95 ms':>8} {'paths med':>10} {'paths max':>10} "
-        f"{'file KB med':>12} {'file KB p95':>12} {'mem KB med':>11} {'truncated':>10}"
+        f"{'L':>2} {'median ms (cpu)':>15} {'p95 ms (cpu)':>15} {'paths med':>10} {'paths max':>10} "
+        f"{'file KB med':>12} {'file KB p95':>12} {'mem KB med':>11} {'truncated':>10} {'labels':>7}"
+        + (
+            f" | {'whole: median (cpu)':>20} {'p95 (cpu)':>15} {'x median':>8} {'x p95':>6}"
+            if args.whole
+            else ""
+        )
     )
     with tempfile.TemporaryDirectory() as tmp:
         for L in args.hops:
-            times, paths, files, mems, trunc = [], [], [], [], 0
+            times, cpus, paths, files, mems, trunc = [], [], [], [], [], 0
+            w_times: list[float] = []
+            w_cpus: list[float] = []
+            digests: list[int] = []
+            labels0 = path_tokenizer(tok).tokenized
+            for e in ents:  # untimed: both passes then find the KG's pages in memory
+                enumerate_paths(kg, [e], L, fanout_limit=args.fanout_limit, max_paths=args.max_paths)
+            clear_bpe_cache(tok)
             for e in ents:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 trie = build_trie(
                     kg,
                     [e],
@@ -71,17 +131,36 @@ def main(argv: list[str] | None = None) -> int:
                     tokenizer_sig=sig,
                 )
                 times.append((time.perf_counter() - t0) * 1000)
+                cpus.append((time.process_time() - c0) * 1000)
+                digests.append(digest(trie))
                 f = Path(tmp) / f"{L}.npz"
                 trie.save(f)
                 files.append(f.stat().st_size / 1024)
                 mems.append(trie.nbytes() / 1024)
                 paths.append(len(trie))
                 trunc += trie.stats.truncated
-            print(
-                f"{L:>2} {statistics.median(times):10.1f} {pct(times, 0.95):8.1f} "
+            del trie
+            clear_bpe_cache(tok)  # neither pass finds the words the other tokenised in the BPE cache
+            if args.whole:  # a second pass, so that neither build runs in the other's wake
+                for e, want in zip(ents, digests, strict=True):
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    ref = build_whole(kg, e, tok, L, args.fanout_limit, args.max_paths, sig)
+                    w_times.append((time.perf_counter() - t0) * 1000)
+                    w_cpus.append((time.process_time() - c0) * 1000)
+                    if digest(ref) != want:
+                        raise AssertionError(f"the two builds differ for {e!r} at L={L}")
+                    ref.save(Path(tmp) / f"{L}-whole.npz")  # as the first pass does between builds
+            line = (
+                f"{L:>2} {fmt(times, cpus)} "
                 f"{statistics.median(paths):10.0f} {max(paths):10d} {statistics.median(files):12.1f} "
-                f"{pct(files, 0.95):12.1f} {statistics.median(mems):11.1f} {trunc:>7d}/{len(ents)}"
+                f"{pct(files, 0.95):12.1f} {statistics.median(mems):11.1f} {trunc:>7d}/{len(ents)} "
+                f"{path_tokenizer(tok).tokenized - labels0:>7d}"
             )
+            if args.whole:
+                x_med = statistics.median(w_times) / statistics.median(times)
+                x_p95 = pct(w_times, 0.95) / pct(times, 0.95)
+                line += f" | {fmt(w_times, w_cpus):>36} {x_med:7.1f}x {x_p95:5.1f}x"
+            print(line)
     # the dynamic cache: a second pass over the same entities is served from memory
     cache = TrieCache(kg, tok, max_hops=2, capacity=len(ents))
     t0 = time.perf_counter()
