@@ -519,7 +519,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--model",
             default="local",
-            help="chat model: local (default) or openai:<model> (server URL in $OPENAI_BASE_URL)",
+            help=(
+                "chat model: local (default), local:specialist (with the bundled specialist adapter), "
+                "local:DIR (a checkpoint or LoRA adapter folder) or openai:<model> (server URL in "
+                "$OPENAI_BASE_URL)"
+            ),
         )
         sp.add_argument("--max-tokens", type=int, default=None, help="most new tokens per model call")
         sp.add_argument(

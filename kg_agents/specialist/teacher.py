@@ -16,8 +16,9 @@ path come first (:func:`kg_agents.core.decide.rank` publishes what is decided as
 Running a method's own graph with the teacher walks the gold trajectory and meets every prompt exactly as
 the method writes it; each decision is kept as a training example (the prompt, the options and which are
 right). Decisions with no right option (the gold answers are off the method's reach) are counted, not
-faked, and the teacher then ranks the options as given. Free-text calls (a method's similar-question
-generation, say) get an empty reply.
+faked, and the teacher then ranks the options as given; decisions whose every option is right are counted
+and not kept either (training on the first of them would only teach the options' order). Free-text
+calls (a method's similar-question generation, say) get an empty reply.
 
 Example:
     >>> from kg_agents.kg.memory import MemoryKG
@@ -173,6 +174,7 @@ class Teacher(BaseChatModel):
     @property
     def counts(self) -> Counter[str]:
         """``role`` (decisions recorded), ``role:no_right`` (skipped: no option on a gold path),
+        ``role:all_right`` (skipped: every option is on a gold path, so the decision teaches nothing),
         ``unlabelled`` (rankings that named no role)."""
         return self._counts
 
@@ -206,6 +208,9 @@ class Teacher(BaseChatModel):
         if not right:
             self._counts[f"{decision.role}:no_right"] += 1
             return [0.0] * len(options)
+        if len(right) == len(options):  # every option is right: nothing to learn, nothing to steer
+            self._counts[f"{decision.role}:all_right"] += 1
+            return [RIGHT] * len(options)
         self._counts[decision.role] += 1
         self._examples.append(
             Example(

@@ -123,7 +123,21 @@ def _load_questions(
 
 
 #: The settings that decide the training decisions (the rest only change the optimisation).
-DATA_SETTINGS = ("methods", "hops", "limit", "kg", "questions", "max_hops", "max_per_role", "seed", "split")
+DATA_SETTINGS = (
+    "methods",
+    "hops",
+    "limit",
+    "kg",
+    "questions",
+    "max_hops",
+    "max_per_role",
+    "seed",
+    "split",
+    "data_version",
+)
+#: Raised whenever the teacher keeps other decisions from the same questions (cached decisions of an
+#: older version are collected again).
+DATA_VERSION = 2
 
 
 def _training_decisions(
@@ -175,7 +189,7 @@ def train_specialist(
     questions: str | None = None,
     max_hops: int = 3,
     max_per_role: int = 400,
-    rights_per_decision: int = 1,
+    rights_per_decision: int = 3,
     epochs: int = 1,
     lr: float = 3e-4,
     batch_size: int = 8,
@@ -254,6 +268,7 @@ def train_specialist(
         "bf16": bf16,
         "seed": seed,
         "split": "train",
+        "data_version": DATA_VERSION,
         "base_model": BASE_MODEL,
     }
     target = FsPath(out)
