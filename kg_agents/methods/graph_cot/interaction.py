@@ -99,8 +99,9 @@ KEEP_RATIO = 0.5
 
 
 def render_actions(actions: Sequence[tuple[str, Sequence[str]]]) -> str:
-    """Actions as one ``Action`` line: ``NeighborCheck[Splash, directed_by], ...``."""
-    return ", ".join(f"{name}[{', '.join(args)}]" for name, args in actions)
+    """Actions as one ``Action`` line: ``NeighborCheck[Splash, directed_by], ...`` (the arguments, node ids
+    and relations, rendered with :func:`~kg_agents.untrusted.kg_text`)."""
+    return ", ".join(f"{name}[{', '.join(kg_text(a) for a in args)}]" for name, args in actions)
 
 
 def render_agent_steps(steps: Sequence[dict[str, Any]]) -> str:
@@ -455,7 +456,7 @@ class AgentInteraction(Interaction):
         step: dict[str, Any] = {"thought": ranked["thought"], "raw": str(msg.content)}
         out: dict[str, Any]
         if ranked["finish"] is not None:
-            step["action"] = f"Finish[{' | '.join(ranked['finish'])}]"
+            step["action"] = f"Finish[{' | '.join(map(kg_text, ranked['finish']))}]"
             out = {"step": step, "triples": [], "starts": [], "answers": list(ranked["finish"])}
         else:
             out = self._run_actions(step, [(n, list(a)) for n, a in ranked["actions"]])
@@ -546,7 +547,7 @@ class ExploreInteraction(Interaction):
             # End? said the knowledge suffices: the answer is ranked among the entities this step reached
             answers = self._ranked_answer(branch, question, thought, found, trace)
             if answers:
-                step["action"] = f"Finish[{' | '.join(answers)}]"
+                step["action"] = f"Finish[{' | '.join(map(kg_text, answers))}]"
         return {
             "step": step,
             "triples": found,
