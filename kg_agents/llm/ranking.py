@@ -40,6 +40,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from kg_agents.errors import ConfigError, ModelError
+from kg_agents.untrusted import neutralize_control
 
 __all__ = [
     "OptionScorer",
@@ -372,7 +373,8 @@ def rank_options(
         options: the candidate replies (distinct, non-empty strings).
         prefix: text every scored reply starts with (``"Answer: "`` when the prompt asks for that
             form); the options are scored as ``prefix + option`` but matched, on the text routes, and
-            returned bare.
+            returned bare. A scored reply has its chat-template tokens neutralised
+            (:func:`kg_agents.untrusted.neutralize_control`); the options are returned as given.
         complete: score each reply with its end-of-turn token (the whole reply: default), or without
             it (the reply's start: a letter among lettered options, say).
         per_token: score by the mean log-probability per token instead of the sum, so options of
@@ -400,7 +402,8 @@ def rank_options(
     msgs: list[BaseMessage] = [HumanMessage(messages)] if isinstance(messages, str) else list(messages)
     if len(opts) == 1:  # nothing to choose: no model call
         return Ranking(opts, (0.0,), "only")
-    replies = [f"{prefix}{o}" for o in opts]
+    # an option is often KG text: no chat-template token in it may end the reply early when scored
+    replies = [neutralize_control(f"{prefix}{o}") for o in opts]
 
     from kg_agents.llm.chat import LocalChatModel, generation_lock, messages_to_chat
 

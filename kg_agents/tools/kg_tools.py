@@ -10,9 +10,12 @@ The four actions of Graph-CoT (Jin et al. 2024), as used by the ``graph_agent`` 
   follows the relation backwards (incoming edges);
 - ``NodeDegree(node, neighbor_type)``: how many such neighbours.
 
-A bad node id, feature or neighbour type raises a :class:`~langchain_core.tools.ToolException` with a
-message the model can act on (valid types, closest node labels); the tools are built with
-``handle_tool_error=True``, so the model receives that message as the observation, never a traceback.
+Every node id, label, feature and relation a tool's text shows is KG text, rendered with
+:func:`~kg_agents.untrusted.kg_text` (one line, chat-template tokens and prompt markers neutralised), and
+a node may be named back as shown. A bad node id, feature or neighbour type raises a
+:class:`~langchain_core.tools.ToolException` with a message the model can act on (valid types, closest
+node labels); the tools are built with ``handle_tool_error=True``, so the model receives that message
+as the observation, never a traceback.
 Long neighbour lists are cut at ``max_neighbors`` and say how many there are.
 
 Example:
@@ -38,6 +41,7 @@ from kg_agents.core.records import error_text
 from kg_agents.core.registry import create_graph
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
+from kg_agents.untrusted import kg_text
 
 __all__ = [
     "KGToolbox",
@@ -109,6 +113,9 @@ class KGToolbox:
                 key = label.casefold().strip()
                 folded.setdefault(key, []).append(eid)
                 self._display.setdefault(key, label)
+                shown = kg_text(label).casefold()  # the label as the tools show it names the node too
+                if shown != key:
+                    folded.setdefault(shown, []).append(eid)
             self._folded = folded
         return self._folded
 
@@ -171,9 +178,9 @@ class KGToolbox:
         if ids:
             return ids[0]
         close = self.suggestions(node)
-        msg = f"There is no node {node!r} in the graph."
+        msg = f"There is no node {kg_text(node)!r} in the graph."
         if close:
-            msg += " Closest nodes: " + ", ".join(repr(c) for c in close) + "."
+            msg += " Closest nodes: " + ", ".join(repr(kg_text(c)) for c in close) + "."
         msg += " Use RetrieveNode to find a node id."
         raise ToolException(msg)
 
@@ -188,8 +195,8 @@ class KGToolbox:
             rel = norm.get(rel.casefold().replace(" ", "_").replace("-", "_"), rel)
         if rel not in known:
             raise ToolException(
-                f"Unknown neighbor type {raw!r}. The neighbor types of {node} are: "
-                + ", ".join(self.neighbor_types(node))
+                f"Unknown neighbor type {kg_text(raw)!r}. The neighbor types of {kg_text(node)} are: "
+                + ", ".join(map(kg_text, self.neighbor_types(node)))
                 + "."
             )
         return rel, ("in" if inverse else "out")
@@ -215,13 +222,13 @@ class KGToolbox:
             ids = [str(h[0] if isinstance(h, tuple) else getattr(h, "id", h)) for h in hits]
         if not ids:
             close = self.suggestions(keyword)
-            msg = f"No node matches {keyword!r}."
+            msg = f"No node matches {kg_text(keyword)!r}."
             if close:
-                msg += " Closest nodes: " + ", ".join(repr(c) for c in close) + "."
+                msg += " Closest nodes: " + ", ".join(repr(kg_text(c)) for c in close) + "."
             raise ToolException(msg)
         if len(ids) == 1:
-            return f"The ID of the node is {ids[0]}."
-        return f"The IDs of the matching nodes are {ids[: self.max_neighbors]}."
+            return f"The ID of the node is {kg_text(ids[0])}."
+        return f"The IDs of the matching nodes are {[kg_text(i) for i in ids[: self.max_neighbors]]}."
 
     def node_feature(self, node: str, feature: str) -> str:
         """NodeFeature[node, feature]."""
@@ -232,10 +239,11 @@ class KGToolbox:
             alias = {"name": "label", "title": "label"}.get(key.casefold(), key.casefold())
             key = next((k for k in feats if k.casefold() == alias), key)
         if key not in feats:
+            names = ", ".join(kg_text(f) for f in sorted(feats))
             raise ToolException(
-                f"Node {eid} has no feature {feature!r}. Its features are: {', '.join(sorted(feats))}."
+                f"Node {kg_text(eid)} has no feature {kg_text(feature)!r}. Its features are: {names}."
             )
-        return f"The {key} of {eid} is {feats[key]}."
+        return f"The {kg_text(key)} of {kg_text(eid)} is {kg_text(feats[key])}."
 
     def neighbor_check(self, node: str, neighbor_type: str) -> str:
         """NeighbourCheck[node, neighbor_type]."""
@@ -246,12 +254,13 @@ class KGToolbox:
         eid = self._node(node)
         rel, direction = self._relation(eid, neighbor_type)
         triples = self.kg.neighbors(eid, rel, direction, limit=self.max_neighbors)  # type: ignore[arg-type]
-        names = [t.other(eid) for t in triples]
-        label = (INVERSE_PREFIX if direction == "in" else "") + rel
+        names = [kg_text(t.other(eid)) for t in triples]
+        label = kg_text((INVERSE_PREFIX if direction == "in" else "") + rel)
+        shown = kg_text(eid)
         if not names:
-            types = ", ".join(self.neighbor_types(eid))
-            return f"{eid} has no {label} neighbors. Its neighbor types are: {types}.", []
-        text = f"The {label} neighbors of {eid} are {names}"
+            types = ", ".join(map(kg_text, self.neighbor_types(eid)))
+            return f"{shown} has no {label} neighbors. Its neighbor types are: {types}.", []
+        text = f"The {label} neighbors of {shown} are {names}"
         if triples.truncated:
             total = triples.total
             if total is None:
@@ -264,8 +273,8 @@ class KGToolbox:
         eid = self._node(node)
         rel, direction = self._relation(eid, neighbor_type)
         n = self.kg.degree(eid, rel, direction)  # type: ignore[arg-type]
-        label = (INVERSE_PREFIX if direction == "in" else "") + rel
-        return f"{eid} has {n} {label} neighbors."
+        label = kg_text((INVERSE_PREFIX if direction == "in" else "") + rel)
+        return f"{kg_text(eid)} has {n} {label} neighbors."
 
     def run(self, action: str, args: Sequence[str]) -> tuple[str, list[Triple]]:
         """Run an action by name; returns ``(observation, triples shown)``.
@@ -409,8 +418,8 @@ def reasoning_tool(
         errors = list(out.get("errors") or [])
         if not answers and errors:
             raise ToolException("The reasoning graph found no answer: " + "; ".join(map(error_text, errors)))
-        text = "Answers: " + (" | ".join(answers) if answers else "(none found)")
-        paths = [p.to_text() for p in (out.get("paths") or [])][:max_paths]
+        text = "Answers: " + (" | ".join(map(kg_text, answers)) if answers else "(none found)")
+        paths = [kg_text(p.to_text()) for p in (out.get("paths") or [])][:max_paths]
         if paths:
             text += "\nPaths:\n" + "\n".join(paths)
         return text, out

@@ -114,6 +114,7 @@ FORBIDDEN = {
     "kg_agents.specialist": ("kg_agents.cli",),
     "kg_agents.files": ("kg_agents.",),
     "kg_agents.errors": ("kg_agents.",),
+    "kg_agents.untrusted": ("kg_agents.",),
     "kg_agents.options": ("kg_agents.core", "kg_agents.methods", "kg_agents.kg", "kg_agents.llm"),
 }
 

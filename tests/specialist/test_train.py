@@ -50,8 +50,8 @@ def options(user_files, out):
 def test_train_on_your_own_kg_interrupted_and_resumed(user_files, tmp_path, monkeypatch, capsys):
     import torch
 
-    from kg_agents.specialist import train as train_module
     from kg_agents.llm.adapters import is_adapter_dir
+    from kg_agents.specialist import train as train_module
     from kg_agents.specialist.train import train_specialist
 
     out = tmp_path / "adapter"

@@ -32,6 +32,7 @@ from kg_agents.core.records import error_record, error_update, guarded, no_answe
 from kg_agents.core.support import support_paths
 from kg_agents.kg.base import Path, Triple
 from kg_agents.methods.baselines.retrieval import TripleEmbeddings, neighbourhood, verbalize
+from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
     "GraphRAGDeps",
@@ -127,8 +128,8 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
 
 
 def rag_messages(deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], triples: list[Triple]) -> Any:
-    """The RAG prompt with ``triples`` verbalised as its knowledge."""
-    knowledge = "\n".join(verbalize(deps.kg, t) for t in triples) or "(none)"
+    """The RAG prompt with ``triples`` verbalised as its knowledge (KG text, in a ``<kg>`` block)."""
+    knowledge = kg_block(kg_text(verbalize(deps.kg, t)) for t in triples) if triples else "(none)"
     return deps.template.format_messages(question=state["question"], knowledge=knowledge)
 
 

@@ -34,6 +34,7 @@ from kg_agents.kg.encoder import Encoder
 from kg_agents.kg.text import bracket_mentions
 from kg_agents.methods.dualr.gnn.encoding import encoder_dim, get_text_encoder
 from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
+from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
     "LABELS",
@@ -56,13 +57,15 @@ AnswerWith = Literal["llm", "gnn"]
 
 # --------------------------------------------------------------------------- pure helpers
 def format_option(label: str, name: str, probability: float, facts: list[tuple[str, str, str]]) -> str:
-    """One reference answer of the multiple-choice prompt (its own probability next to it).
+    """One reference answer of the multiple-choice prompt (its own probability next to it); the name and
+    the facts are KG text, rendered with :func:`~kg_agents.untrusted.kg_text`.
 
     Example:
         >>> format_option("A", "1989", 0.9964, [("Dad", "release_year", "1989")])
         'A. 1989 (correct probability: 0.996) {relevant facts: (Dad, release_year, 1989)}'
     """
-    facts_text = ", ".join(f"({h}, {r}, {t})" for h, r, t in facts)
+    facts_text = ", ".join(f"({kg_text(h)}, {kg_text(r)}, {kg_text(t)})" for h, r, t in facts)
+    name = kg_text(name)
     return f"{label}. {name} (correct probability: {probability:.3f}) {{relevant facts: {facts_text}}}"
 
 
@@ -293,7 +296,7 @@ def build_prompt(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
                 for t in Path.from_text(chains[c["entity"]]).triples
             ]
         lines.append(format_option(label, deps.kg.label(c["entity"]), c["probability"], facts))
-    return {"options": "\n".join(lines)}
+    return {"options": kg_block(lines)}
 
 
 @metered

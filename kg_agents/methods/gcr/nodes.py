@@ -39,6 +39,7 @@ from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.errors import KGAgentsError, KGError
 from kg_agents.kg.base import Path
 from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
+from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
     "GCRDeps",
@@ -101,13 +102,14 @@ def vote(decoded: list[dict[str, Any]]) -> list[str]:
 
 
 def format_paths(decoded: list[dict[str, Any]]) -> str:
-    """The figure-10 block: one reasoning path and its hypothesis answer per entry."""
+    """The figure-10 block: one reasoning path and its hypothesis answer per entry (KG text: rendered
+    with :func:`~kg_agents.untrusted.kg_text`, in a ``<kg>`` block)."""
     lines = []
     for d in decoded:
-        lines.append(f"{d['path']}")
+        lines.append(kg_text(d["path"]))
         if d.get("hypothesis"):
-            lines.append(f"# Answer: {d['hypothesis']}")
-    return "\n".join(lines) or "(none)"
+            lines.append(f"# Answer: {kg_text(d['hypothesis'])}")
+    return kg_block(lines) if lines else "(none)"
 
 
 _PATH_LINE = re.compile(r"^\s*(?:<PATH>.*|.*\s->\s.*)$")
@@ -166,7 +168,8 @@ def decode(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
     """K reasoning paths with hypothesis answers by KG-Trie-constrained beam search (one model call)."""
     ctx = run_context(runtime, deps.defaults)
     ents = state.get("topic_entities") or []
-    messages = deps.decode_template.format_messages(question=state["question"], entities="\n".join(ents))
+    shown = "\n".join(kg_text(e) for e in ents)
+    messages = deps.decode_template.format_messages(question=state["question"], entities=shown)
     try:
         trie = deps.cache.get(ents, ctx.max_hops) if deps.constrained else None
         out = deps.decoder.generate(messages, trie, ctx.num_beams)

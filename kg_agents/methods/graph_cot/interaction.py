@@ -40,6 +40,7 @@ from kg_agents.methods.graph_cot.parsing import (
     parse_yes,
 )
 from kg_agents.tools.kg_tools import KGToolbox, kg_toolkit
+from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
     "AGENT_PROMPTS",
@@ -98,8 +99,9 @@ KEEP_RATIO = 0.5
 
 
 def render_actions(actions: Sequence[tuple[str, Sequence[str]]]) -> str:
-    """Actions as one ``Action`` line: ``NeighborCheck[Splash, directed_by], ...``."""
-    return ", ".join(f"{name}[{', '.join(args)}]" for name, args in actions)
+    """Actions as one ``Action`` line: ``NeighborCheck[Splash, directed_by], ...`` (the arguments, node ids
+    and relations, rendered with :func:`~kg_agents.untrusted.kg_text`)."""
+    return ", ".join(f"{name}[{', '.join(kg_text(a) for a in args)}]" for name, args in actions)
 
 
 def action_key(actions: Sequence[tuple[str, Sequence[str]]], finish: Sequence[str] | None) -> tuple[Any, ...]:
@@ -136,7 +138,7 @@ def graph_definition(kg: KnowledgeGraph, max_relations: int = 40) -> str:
     rels = list(kg.all_relations())[:max_relations]
     return (
         "nodes are entities (movies, people, genres, years, ...) identified by their names; "
-        f"relations: {', '.join(rels)}; write ~relation to follow a relation backwards"
+        f"relations: {', '.join(kg_text(r) for r in rels)}; write ~relation to follow a relation backwards"
     )
 
 
@@ -214,7 +216,7 @@ class Interaction:
         """The branch's last ``max_context_triples`` triples, one a line (``(none)`` without any)."""
         triples = branch.get("triples") or []
         triples = triples[-self.max_context_triples :]
-        return "\n".join(triple_text(self.kg, t) for t in triples) or "(none)"
+        return kg_block(kg_text(triple_text(self.kg, t)) for t in triples) if triples else "(none)"
 
 
 class AgentInteraction(Interaction):
@@ -292,7 +294,7 @@ class AgentInteraction(Interaction):
         options: list[tuple[str, list[tuple[str, list[str]]], list[str] | None]] = []
         if not steps:
             for e in starts:
-                label = entity_label(self.kg, e)
+                label = kg_text(entity_label(self.kg, e))
                 options.append((f"I need the node {label}.", [("RetrieveNode", [e])], None))
             return options
         last = steps[-1]
@@ -303,12 +305,13 @@ class AgentInteraction(Interaction):
         for n in nodes:
             for rel in self.box.neighbor_types(n):
                 by_rel.setdefault(rel, []).append(n)
-        names = ", ".join(entity_label(self.kg, n) for n in nodes[:3]) + (" ..." if len(nodes) > 3 else "")
+        names = ", ".join(kg_text(entity_label(self.kg, n)) for n in nodes[:3])
+        names += " ..." if len(nodes) > 3 else ""
         for rel, members in by_rel.items():
             actions = [("NeighborCheck", [n, rel]) for n in members]
             if render_actions(actions) in done:
                 continue
-            words = relation_words(rel.lstrip(INVERSE_PREFIX))
+            words = kg_text(relation_words(rel.lstrip(INVERSE_PREFIX)))
             thought = (
                 f"I need what has {names} as {words}."
                 if rel.startswith(INVERSE_PREFIX)
@@ -317,7 +320,7 @@ class AgentInteraction(Interaction):
             options.append((thought, actions, None))
         if last.get("nodes") and str(last.get("action") or "").startswith("NeighborCheck"):
             labels = [entity_label(self.kg, n) for n in last["nodes"]]
-            options.append((f"The answer is {' | '.join(labels)}.", [], labels))
+            options.append((f"The answer is {' | '.join(map(kg_text, labels))}.", [], labels))
         return options
 
     def think_ranked(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
@@ -479,7 +482,7 @@ class AgentInteraction(Interaction):
         step: dict[str, Any] = {"thought": ranked["thought"], "raw": str(msg.content)}
         out: dict[str, Any]
         if ranked["finish"] is not None:
-            step["action"] = f"Finish[{' | '.join(ranked['finish'])}]"
+            step["action"] = f"Finish[{' | '.join(map(kg_text, ranked['finish']))}]"
             out = {"step": step, "triples": [], "starts": [], "answers": list(ranked["finish"])}
         else:
             out = self._run_actions(step, [(n, list(a)) for n, a in ranked["actions"]])
@@ -564,13 +567,13 @@ class ExploreInteraction(Interaction):
         seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
         found, new_seen, search_trace = self._search(question, thought, seen, visited, branch, settings)
         trace["search"] = search_trace
-        step["observation"] = "; ".join(triple_text(self.kg, t) for t in found) or "no new triples"
+        step["observation"] = "; ".join(kg_text(triple_text(self.kg, t)) for t in found) or "no new triples"
         answers = None
         if ranked and found and search_trace and search_trace[-1].get("end"):
             # End? said the knowledge suffices: the answer is ranked among the entities this step reached
             answers = self._ranked_answer(branch, question, thought, found, trace)
             if answers:
-                step["action"] = f"Finish[{' | '.join(answers)}]"
+                step["action"] = f"Finish[{' | '.join(map(kg_text, answers))}]"
         return {
             "step": step,
             "triples": found,
@@ -595,7 +598,7 @@ class ExploreInteraction(Interaction):
             return None
         triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
         chain = f"Thought: {thought}\nKnowledge Triples:\n" + "\n".join(
-            triple_text(self.kg, t) for t in triples
+            kg_text(triple_text(self.kg, t)) for t in triples
         )
         msgs = self.prompts["final_answer"].format_messages(question=question, chain=chain)
         ranking = rank(self.model, msgs, labels, prefix="Answer: ", role="answer", keys=labels)
@@ -625,7 +628,9 @@ class ExploreInteraction(Interaction):
                 if not rels:
                     continue
                 rel_prompt = self.prompts["explore_prune_relations"].format_messages(
-                    question=question, entity=entity_label(self.kg, ent), relations=", ".join(rels)
+                    question=question,
+                    entity=kg_text(entity_label(self.kg, ent)),
+                    relations=", ".join(map(kg_text, rels)),
                 )
                 if settings.get("decide", "rank") == "rank":
                     keys = [
@@ -656,9 +661,9 @@ class ExploreInteraction(Interaction):
                         labels = [entity_label(self.kg, t.other(ent)) for t in tails]
                         ent_prompt = self.prompts["explore_prune_entities"].format_messages(
                             question=question,
-                            head_entity=entity_label(self.kg, ent),
-                            relation=rel,
-                            tail_entities=", ".join(labels),
+                            head_entity=kg_text(entity_label(self.kg, ent)),
+                            relation=kg_text(rel),
+                            tail_entities=", ".join(map(kg_text, labels)),
                         )
                         if settings.get("decide", "rank") == "rank":
                             distinct = list(dict.fromkeys(labels))
@@ -689,7 +694,7 @@ class ExploreInteraction(Interaction):
             end_prompt = self.prompts["explore_end"].format_messages(
                 question=question,
                 thoughts=thought,
-                triples="\n".join(triple_text(self.kg, t) for t in triples) or "(none)",
+                triples=kg_block(kg_text(triple_text(self.kg, t)) for t in triples) if triples else "(none)",
                 attributes="(none)",
             )
             if settings.get("decide", "rank") == "rank":

@@ -156,6 +156,7 @@ class KnowledgeNavigatorState(ReasoningState, total=False):
     stop_reason: str
     knowledge: str
     raw_answer: str
+    ranked_answers: list[str]
 
 
 def create_knowledge_navigator_graph(

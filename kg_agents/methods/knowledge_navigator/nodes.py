@@ -37,6 +37,7 @@ from kg_agents.methods.knowledge_navigator.knowledge import (
     verbalise,
     weighted_vote,
 )
+from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
     "Grouping",
@@ -276,12 +277,12 @@ def select_relations(
             if calls + len(voters) > ctx.max_llm_calls:
                 budget_hit = True
                 break
-            name = deps.kg.label(members[0])
+            name = kg_text(deps.kg.label(members[0]))  # shown to the model: KG text
             options = [candidate_text(r, d, name) for r, d in options_rd]
             phrases = [relation_words(r) for r, _ in options_rd]
             entity_text = name
             if len(members) > 1:
-                others = ", ".join(deps.kg.label(x) for x in members[1:6])
+                others = ", ".join(kg_text(deps.kg.label(x)) for x in members[1:6])
                 entity_text += f" (and likewise {others}{', ...' if len(members) > 6 else ''})"
             listing = "\n".join(f"{i + 1}. {o}" for i, o in enumerate(options))
             choices = []
@@ -428,7 +429,7 @@ def verbalise_knowledge(
         tail_template=deps.tail_template,
     )
     return {
-        "knowledge": "\n".join(lines),
+        "knowledge": kg_block(kg_text(line) for line in lines) if lines else "",
         "evidence": lines,
         "trace": [
             {
@@ -466,7 +467,8 @@ def reason(
         ranking = rank(deps.llm, messages, labels, prefix="Answer: ", role="answer", keys=labels)
         answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
         info = {"node": "reason", "decide": "rank", "candidates": len(labels), **ranking.as_trace()}
-        return {"raw_answer": "\n".join(answers), "trace": [info]}
+        # the labels themselves, not their lines: a label may hold a line break
+        return {"raw_answer": "\n".join(answers), "ranked_answers": answers, "trace": [info]}
     msg = invoke_llm(deps.llm, messages, max_tokens=ctx.answer_max_tokens)
     return {
         "raw_answer": str(msg.content),
@@ -489,7 +491,11 @@ def answer(
     by_label: dict[str, list[str]] = {}
     for e, lab in labels.items():
         by_label.setdefault(lab.lower(), []).append(e)
-    answers = parse_answers_lines(state.get("raw_answer") or "") if ctx.decide == "rank" else parsed
+    if ctx.decide == "rank":
+        ranked = state.get("ranked_answers")
+        answers = list(ranked) if ranked is not None else parse_answers_lines(state.get("raw_answer") or "")
+    else:
+        answers = parsed
     if ctx.ground_answers:
         answers = ground_answers(answers, labels, entity_depths(parents, topics), topics)
     # every answer is a retrieved entity: text naming none is dropped (and traced)

@@ -87,7 +87,7 @@ def test_prompt_lists_each_candidate_with_its_own_probability(kg, checkpoint):
     cfg = {"configurable": {"thread_id": "t"}}
     g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]}, cfg)
     state = g.get_state(cfg).values
-    lines = state["options"].splitlines()
+    lines = state["options"].splitlines()[1:-1]  # inside the <kg> block
     assert len(lines) == 3 and [ln[:2] for ln in lines] == ["A.", "B.", "C."]
     for line, cand in zip(lines, state["candidates"], strict=True):
         want = f"{line[0]}. {cand['entity']} (correct probability: {cand['probability']:.3f})"
@@ -216,7 +216,7 @@ def test_prompts_override_by_name(kg, checkpoint):
     )
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["answers"] == ["Ron Howard"] and llm.calls["MY PROMPT"] == 1
-    assert llm.prompts[0].startswith("MY PROMPT who directed [Splash]\nA. Ron Howard")
+    assert llm.prompts[0].startswith("MY PROMPT who directed [Splash]\n<kg>\nA. Ron Howard")
     # the prompt keyword still works
     llm2 = FakeChat(rules=[("OLD KEYWORD", "A")])
     create_dualr_graph(kg, llm=llm2, checkpoint=checkpoint, prompt="OLD KEYWORD {question} {options}").invoke(

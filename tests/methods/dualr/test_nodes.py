@@ -98,9 +98,11 @@ def test_backtrack_keeps_only_chains_that_are_kg_paths():
 def test_build_prompt_lists_candidates_with_their_facts():
     out = build_prompt(make_deps(), {"candidates": CANDIDATES, "chains": CHAINS})
     assert out["options"].splitlines() == [
+        "<kg>",
         "A. Ron Howard (correct probability: 0.800) {relevant facts: (Splash, directed_by, Ron Howard)}",
         "B. Tom Hanks (correct probability: 0.500) {relevant facts: (Splash, starred_actors, Tom Hanks)}",
         "C. 1984 (correct probability: 0.100) {relevant facts: }",
+        "</kg>",
     ]
 
 

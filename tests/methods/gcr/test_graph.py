@@ -191,7 +191,7 @@ def test_vote_and_format_paths():
         {"path": "a -> s -> c", "hypothesis": "C"},
     ]
     assert vote(decoded) == ["c", "B"]
-    assert format_paths(decoded).splitlines()[:2] == ["a -> r -> b", "# Answer: B"]
+    assert format_paths(decoded).splitlines()[:3] == ["<kg>", "a -> r -> b", "# Answer: B"]
 
 
 def test_registered():

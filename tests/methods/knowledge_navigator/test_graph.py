@@ -477,7 +477,7 @@ def test_prompts_override_by_name(kg):
         context={"hops": 1, "num_variants": 0},
     )
     assert out["answers"] == ["Ron Howard"] and llm.calls["PICK"] == 1 and llm.calls["KNOW"] == 1
-    assert llm.prompts[1] == "KNOW Splash directed by Ron Howard. Q who directed [Splash]"
+    assert llm.prompts[1] == "KNOW <kg>\nSplash directed by Ron Howard.\n</kg> Q who directed [Splash]"
     assert PROMPT_NAMES == (
         "reason",
         "reason_fewshot",

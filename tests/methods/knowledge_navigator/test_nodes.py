@@ -147,7 +147,10 @@ def test_expand_follows_the_selected_relations():
 def test_verbalise_knowledge_keeps_the_deepest_triples():
     state = {"retrieved": [SPLASH_WRITTEN, SPLASH_DIRECTED]}
     out = verbalise_knowledge(make_deps(), state, run(max_triples=1))
-    assert out["knowledge"] == "Splash directed by Ron Howard." and out["trace"][0]["triples_cut"] is True
+    assert (
+        out["knowledge"] == "<kg>\nSplash directed by Ron Howard.\n</kg>"
+        and out["trace"][0]["triples_cut"] is True
+    )
     out = verbalise_knowledge(make_deps(), state, run(knowledge_format="single_triples"))
     assert out["evidence"] == ["[Splash, written_by, Babaloo Mandel]", "[Splash, directed_by, Ron Howard]"]
 
