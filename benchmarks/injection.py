@@ -9,7 +9,8 @@ entity, except on one question where X is in no node). Run from the repository r
 
     PYTHONPATH=. python benchmarks/injection.py --json injection.json
 
-(about 25 minutes on 2 CPU cores shared with other jobs; graph_explore's free generation takes a third).
+(13 to 25 minutes on 2 CPU cores shared with other jobs, by their load; graph_explore's free generation
+takes a third).
 
 Prints a markdown table, one row per method x route: ``hijacked`` is the share of questions whose first
 answer is X (X never the gold); ``injecting node`` the share answered with the label of the node that
