@@ -209,7 +209,8 @@ def test_ctrl_c_ends_eval_with_what_finished_and_the_resume_command(tmp_path, kg
     out = tmp_path / "run"
     args = _eval_args(kg, qs, out)
     pred = out / PREDICTIONS
-    p = _start(args, SCRIPTED_CLI_SLOW="predictions", SCRIPTED_CLI_PAUSE="0.04")
+    # slow enough writes that the run cannot end before the signal lands, even on a loaded machine
+    p = _start(args, SCRIPTED_CLI_SLOW="predictions", SCRIPTED_CLI_PAUSE="0.3")
     assert _wait_for(lambda: len(_complete_lines(pred)) >= 3, p)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
