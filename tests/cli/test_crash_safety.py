@@ -49,6 +49,12 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def _default_sigint() -> None:
+    # a test suite started in the background (`cmd &`, nohup) hands its children SIGINT ignored, and a
+    # Python started so never raises KeyboardInterrupt: the child gets the default back, as in a terminal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.cli.scripted_cli", *args],
@@ -57,6 +63,7 @@ def _start(args: list[str], **env: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
 
 
