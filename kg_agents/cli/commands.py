@@ -520,8 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--model",
             default="local",
             help=(
-                "chat model: local (default), local:specialist (with the bundled specialist adapter), "
-                "local:DIR (a checkpoint or LoRA adapter folder) or openai:<model> (server URL in "
+                "chat model: local (default), local:DIR (a checkpoint or a LoRA adapter folder) or "
+                "openai:<model> (server URL in "
                 "$OPENAI_BASE_URL)"
             ),
         )

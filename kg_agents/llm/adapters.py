@@ -1,15 +1,14 @@
 """LoRA adapters on the embedded model: merged into a copy of its weights, cached once.
 
-``resolve_chat_model("local:specialist")`` (``--model local:specialist``) is the embedded model with the
-bundled specialist adapter (trained by ``kg-agents train specialist`` on the MetaQA dev-train split, for
-every ranked decision of the methods); ``"local:DIR"`` with a folder holding ``adapter_config.json`` (one
-you trained) works the same way. The
-adapter is merged into the base weights once and saved as a checkpoint under the kg-agents cache
-(``models/<base>+<adapter hash>``, written to a temporary folder and renamed into place), so every route
-of the embedded model (generation, option ranking, batching) runs on it unchanged.
+``resolve_chat_model("local:DIR")`` (``--model local:DIR``), with a folder holding a peft LoRA adapter
+(``adapter_config.json``) for the embedded SmolLM2-135M-Instruct (one ``kg-agents train specialist``
+wrote, say), is the embedded model with that adapter. The adapter is merged into the base weights once
+and saved as a checkpoint under the kg-agents cache (``models/<base>+<folder>-<hash of the adapter>``,
+written to a temporary folder and swapped into place), so every route of the embedded model (generation,
+option ranking, batching, tool calling) runs on it unchanged.
 
 Example:
-    >>> merged_model_dir("specialist").name                                            # doctest: +SKIP
+    >>> merged_model_dir("runs/specialist").name                                      # doctest: +SKIP
     'SmolLM2-135M-Instruct+specialist-3f2a9c1b0d'
 """
 
@@ -23,10 +22,7 @@ from pathlib import Path
 
 from kg_agents.errors import ConfigError, ModelError
 
-__all__ = ["BUNDLED_SPECIALIST", "is_adapter_dir", "merged_model_dir", "resolve_specialist"]
-
-#: The specialist adapter shipped in the package (trained on the MetaQA dev-train split).
-BUNDLED_SPECIALIST = Path(__file__).resolve().parent / "checkpoints" / "specialist-metaqa"
+__all__ = ["adapter_folder", "is_adapter_dir", "merged_model_dir"]
 
 
 def is_adapter_dir(path: str | os.PathLike[str]) -> bool:
@@ -34,13 +30,13 @@ def is_adapter_dir(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / "adapter_config.json").is_file()
 
 
-def resolve_specialist(adapter: str | os.PathLike[str]) -> Path:
-    """The folder of a specialist adapter: ``"specialist"`` (the bundled one) or a trained folder.
+def adapter_folder(adapter: str | os.PathLike[str]) -> Path:
+    """The folder of a LoRA adapter, checked.
 
     Raises:
         ConfigError: no adapter there.
     """
-    path = BUNDLED_SPECIALIST if str(adapter) == "specialist" else Path(adapter).expanduser()
+    path = Path(adapter).expanduser()
     if not is_adapter_dir(path):
         raise ConfigError(
             f"{path} holds no adapter (no adapter_config.json); train one with "
@@ -67,9 +63,8 @@ def merged_model_dir(adapter: str | os.PathLike[str]) -> Path:
     from kg_agents.files import cache_root
     from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, ensure_converted, load_local_tokenizer
 
-    src = resolve_specialist(adapter)
-    name = "specialist" if src == BUNDLED_SPECIALIST else src.name
-    target = cache_root("models") / f"{DEFAULT_LOCAL_MODEL}+{name}-{_digest(src)}"
+    src = adapter_folder(adapter)
+    target = cache_root("models") / f"{DEFAULT_LOCAL_MODEL}+{src.resolve().name}-{_digest(src)}"
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -5,9 +5,8 @@ Valid specs:
 - ``"local"`` (default, also ``None``): the bundled SmolLM2-135M-Instruct as a :class:`LocalChatModel`;
   the instance is cached per process (per set of keyword options).
 - ``"local:/path/to/hf_dir"``: any local Hugging Face causal-LM checkpoint directory.
-- ``"local:specialist"``: the embedded model with the package's specialist adapter (trained for every
-  ranked decision, see :mod:`kg_agents.specialist`); ``"local:/path/to/adapter_dir"``: with an adapter you
-  trained (``kg-agents train specialist``). The adapter is merged once into a cached checkpoint.
+- ``"local:/path/to/adapter_dir"``: the embedded model with a LoRA adapter you trained (``kg-agents train
+  specialist``); the adapter is merged once into a cached checkpoint (:mod:`kg_agents.llm.adapters`).
 - ``"openai:<model>"``: an OpenAI-compatible server (vLLM, llama.cpp, OpenAI) through
   ``langchain_openai.ChatOpenAI``; ``base_url=`` or ``$OPENAI_BASE_URL``, ``api_key=`` or
   ``$OPENAI_API_KEY`` (default ``"EMPTY"``, what local servers expect).
@@ -30,7 +29,7 @@ from kg_agents.llm.chat import LocalChatModel
 __all__ = ["VALID_FORMS", "check_server", "resolve_chat_model"]
 
 VALID_FORMS = (
-    "'local' (bundled SmolLM2-135M-Instruct), 'local:specialist' (with its specialist adapter), "
+    "'local' (bundled SmolLM2-135M-Instruct), "
     "'local:/path/to/hf_dir' (a checkpoint or a LoRA adapter folder), "
     "'openai:<model>' (with base_url= or $OPENAI_BASE_URL for vLLM and other servers), "
     "or a langchain BaseChatModel instance"
@@ -158,16 +157,14 @@ def resolve_chat_model(
         path = rest if sep else None
         if sep and not rest:
             raise ConfigError(f"'local:' needs a checkpoint directory; valid forms: {VALID_FORMS}")
-        if path is not None and path != "specialist" and not os.path.isdir(path):
+        if path is not None and not os.path.isdir(path):
             raise ConfigError(f"no model directory at {path!r} (spec {spec!r})")
         named = None
         if path is not None:
             from kg_agents.llm.adapters import is_adapter_dir, merged_model_dir
 
-            if path == "specialist" or is_adapter_dir(path):
-                named = "SmolLM2-135M-Instruct+" + (
-                    "specialist" if path == "specialist" else os.path.basename(os.path.normpath(path))
-                )
+            if is_adapter_dir(path):
+                named = "SmolLM2-135M-Instruct+" + os.path.basename(os.path.normpath(path))
                 path = str(merged_model_dir(path))
         key = ("local", path, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
         with _CACHE_LOCK:

@@ -13,6 +13,7 @@ from kg_agents.kg.testing import CONTRACT_TRIPLES
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+METHODS = ["knowledge_navigator", "graph_explore", "graph_agent", "graph_rag", "text_rag", "dualr", "gcr"]
 QUESTIONS = [
     "who directed [Splash]\tRon Howard",
     "who wrote [Splash]\tBabaloo Mandel|Lowell Ganz",
@@ -95,6 +96,38 @@ def test_train_on_your_own_kg_interrupted_and_resumed(user_files, tmp_path, monk
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"].startswith(
         "HuggingFaceTB/"
     )
+    run_every_method_on(out)
+
+
+def run_every_method_on(adapter):
+    """One question through every method with the embedded model running on ``adapter``."""
+    from kg_agents.core.registry import create_graph
+    from kg_agents.kg import MemoryKG
+    from kg_agents.kg.base import verify_path
+    from kg_agents.llm import resolve_chat_model
+
+    llm = resolve_chat_model(f"local:{adapter}", max_tokens=32)
+    assert llm.model_name == f"SmolLM2-135M-Instruct+{adapter.name}"
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    for method in METHODS:
+        options = {"num_beams": 3} if method == "gcr" else {}
+        graph = create_graph(method, kg, llm=llm, **options)
+        out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+        assert not out.get("errors"), (method, out.get("errors"))
+        assert out["usage"]["llm_calls"] >= 1, method
+        ends = {p.end for p in out["paths"]} | {kg.label(p.end) for p in out["paths"]}
+        assert set(out["answers"]) <= ends, (method, out["answers"])  # every answer ends a returned path
+        assert all(verify_path(kg, p) for p in out["paths"]), method
+
+
+def test_a_folder_without_an_adapter_is_a_config_error(tmp_path):
+    from kg_agents.llm import resolve_chat_model
+    from kg_agents.llm.adapters import merged_model_dir
+
+    with pytest.raises(ConfigError, match="holds no adapter"):
+        merged_model_dir(tmp_path)
+    with pytest.raises(ConfigError, match="no model directory"):
+        resolve_chat_model(f"local:{tmp_path / 'missing'}")
 
 
 def test_bad_options_are_config_errors(user_files, tmp_path):
