@@ -19,6 +19,7 @@ Example:
     >>> from kg_agents.kg import MemoryKG
     >>> from kg_agents.kg.testing import CONTRACT_TRIPLES
     >>> kg = MemoryKG(CONTRACT_TRIPLES)
+    >>> _ = torch.manual_seed(0)  # a fixed untrained model (the example must not depend on earlier draws)
     >>> model = DualRExplorer(ExplorerConfig(hidden=16, layers=2, top_k=(10, 10), encoder_dim=8))
     >>> graph = ExplorationGraph(kg, encoder=None, relation_dim=8)
     >>> q = torch.randn(1, 8)
