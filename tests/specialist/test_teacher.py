@@ -144,3 +144,14 @@ def test_collect_examples_counts_and_skips(kg):
     agent_q2 = [ex for ex in examples if ex.method == "graph_agent" and ex.question_id == "q2"]
     finish = agent_q2[-1]
     assert "Finish[" in finish.replies[finish.right[0]] and "Ron Howard" in finish.replies[finish.right[0]]
+
+
+def test_a_decision_whose_every_option_is_right_is_counted_not_kept(kg):
+    teacher = Teacher(kg)
+    assert teacher.set_question("q2", ["Babaloo Mandel"], ["Ron Howard"])
+    both = rank(teacher, "pick", ["a", "b"], role="answer", keys=["Ron Howard", "ron howard"])
+    assert tuple(both.scores) == (0.0, 0.0)
+    one = rank(teacher, "pick", ["a", "b"], role="answer", keys=["Ron Howard", "Tom Hanks"])
+    assert one.best == "a"
+    assert teacher.counts["answer:all_right"] == 1 and teacher.counts["answer"] == 1
+    assert [ex.right for ex in teacher.examples] == [[0]]
