@@ -15,14 +15,44 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
 
-__all__ = ["adapter_folder", "is_adapter_dir", "merged_model_dir"]
+__all__ = ["BASE_MODEL", "adapter_folder", "is_adapter_dir", "merged_model_dir", "new_lora", "save_adapter"]
+
+#: The model the adapters are trained on (named in ``adapter_config.json`` instead of a cache path).
+BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def new_lora(model: Any, *, r: int, alpha: int, dropout: float = 0.05) -> Any:
+    """``model`` with a fresh LoRA adapter of rank ``r`` and scale ``alpha`` on its attention projections
+    (q/k/v/o), ready to train (peft)."""
+    from peft import LoraConfig, get_peft_model
+
+    cfg = LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        task_type="CAUSAL_LM",
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+    )
+    return get_peft_model(model, cfg)
+
+
+def save_adapter(model: Any, folder: str | os.PathLike[str]) -> None:
+    """Save a peft ``model``'s adapter to ``folder``, its config naming :data:`BASE_MODEL` instead of this
+    machine's cache path (so the folder works on any machine)."""
+    model.save_pretrained(str(folder))
+    path = Path(folder) / "adapter_config.json"
+    cfg = json.loads(path.read_text())
+    cfg["base_model_name_or_path"] = BASE_MODEL
+    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
 def is_adapter_dir(path: str | os.PathLike[str]) -> bool:

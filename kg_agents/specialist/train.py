@@ -235,11 +235,11 @@ def train_specialist(
         ConfigError: bad options, no example, or a checkpoint in ``out`` written with other options.
     """
     import torch
-    from peft import LoraConfig, PeftModel, get_peft_model
+    from peft import PeftModel
     from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
 
+    from kg_agents.llm.adapters import BASE_MODEL, new_lora, save_adapter
     from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
-    from kg_agents.methods.gcr.adapter import BASE_MODEL
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
@@ -291,14 +291,7 @@ def train_specialist(
     if state is not None:
         model = PeftModel.from_pretrained(base, str(last), is_trainable=True)
     else:
-        cfg = LoraConfig(
-            r=lora_r,
-            lora_alpha=lora_alpha,
-            lora_dropout=0.05,
-            task_type="CAUSAL_LM",
-            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-        )
-        model = get_peft_model(base, cfg)
+        model = new_lora(base, r=lora_r, alpha=lora_alpha)
     model.to(device)
     model.train()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
@@ -333,8 +326,7 @@ def train_specialist(
 
     def save(where: FsPath) -> None:
         with atomic_directory(where) as tmp:
-            model.save_pretrained(str(tmp))
-            _portable_config(tmp / "adapter_config.json", BASE_MODEL)
+            save_adapter(model, tmp)
             torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict()}, tmp / "optimizer.pt")
             (tmp / "state.json").write_text(
                 json.dumps(
@@ -380,8 +372,7 @@ def train_specialist(
     # adapter_config.json (what loaders look for) always has the whole adapter beside it
     done = target / "adapter.new"
     with atomic_directory(done) as tmp:
-        model.save_pretrained(str(tmp))
-        _portable_config(tmp / "adapter_config.json", BASE_MODEL)
+        save_adapter(model, tmp)
     (target / "adapter_config.json").unlink(missing_ok=True)
     for f in sorted(done.iterdir(), key=lambda f: f.name == "adapter_config.json"):
         os.replace(f, target / f.name)
@@ -407,10 +398,3 @@ def train_specialist(
     atomic_write(target / "specialist_train.json", json.dumps(info, indent=1))
     shutil.rmtree(last, ignore_errors=True)
     return info
-
-
-def _portable_config(path: FsPath, base_model: str) -> None:
-    """Name the base model in ``adapter_config.json`` instead of this machine's cache path."""
-    cfg = json.loads(path.read_text())
-    cfg["base_model_name_or_path"] = base_model
-    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")

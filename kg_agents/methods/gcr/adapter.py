@@ -6,13 +6,12 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
+from kg_agents.llm.adapters import BASE_MODEL
 from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
 __all__ = ["BASE_MODEL", "BUNDLED_ADAPTER", "load_gcr_decoder", "resolve_adapter"]
 
-#: The model the adapters are trained on (named in ``adapter_config.json`` instead of a cache path).
-BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: The adapter shipped in the package (trained on the MetaQA dev-train split).
 BUNDLED_ADAPTER = FsPath(__file__).resolve().parent / "checkpoints" / "metaqa"
 

@@ -149,8 +149,9 @@ def train_gcr(
         {'out': 'runs/gcr-lora', 'examples': 889, 'steps': 112, ...}
     """
     import torch
-    from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
+
+    from kg_agents.llm.adapters import new_lora, save_adapter
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
@@ -171,14 +172,7 @@ def train_gcr(
     rows = _encode(examples, decoder, max_len)
     if not rows:
         raise ConfigError(f"every example's prompt is longer than max_len={max_len}")
-    cfg = LoraConfig(
-        r=lora_r,
-        lora_alpha=lora_alpha,
-        lora_dropout=0.05,
-        task_type="CAUSAL_LM",
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-    )
-    peft_model = get_peft_model(model, cfg)
+    peft_model = new_lora(model, r=lora_r, alpha=lora_alpha)
     peft_model.train()
     opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=lr)
     steps = epochs * math.ceil(len(rows) / batch_size)
@@ -243,8 +237,7 @@ def train_gcr(
     # written whole or not at all: a kill during the save leaves the previous adapter (or none), never
     # a half-written one or new weights beside an old description
     with atomic_directory(target) as tmp:
-        peft_model.save_pretrained(str(tmp))
-        _portable_config(tmp / "adapter_config.json")
+        save_adapter(peft_model, tmp)
         (tmp / "gcr_train.json").write_text(json.dumps(info, indent=1))
     return info
 
@@ -264,10 +257,3 @@ def check_adapter_out(out: str | FsPath) -> None:
             f"out={target} holds other files than an adapter, and the adapter replaces the whole folder; "
             "give a new folder"
         )
-
-
-def _portable_config(path: FsPath) -> None:
-    """Name the base model in ``adapter_config.json`` instead of this machine's cache path."""
-    cfg = json.loads(path.read_text())
-    cfg["base_model_name_or_path"] = BASE_MODEL
-    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
