@@ -24,7 +24,15 @@ from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
 
-__all__ = ["BASE_MODEL", "adapter_folder", "is_adapter_dir", "merged_model_dir", "new_lora", "save_adapter"]
+__all__ = [
+    "BASE_MODEL",
+    "adapter_folder",
+    "is_adapter_dir",
+    "merged_model_dir",
+    "new_lora",
+    "padded_batch",
+    "save_adapter",
+]
 
 #: The model the adapters are trained on (named in ``adapter_config.json`` instead of a cache path).
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -43,6 +51,22 @@ def new_lora(model: Any, *, r: int, alpha: int, dropout: float = 0.05) -> Any:
         target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
     )
     return get_peft_model(model, cfg)
+
+
+def padded_batch(rows: list[tuple[list[int], int]], pad: int) -> tuple[Any, Any, Any]:
+    """``(input_ids, attention_mask, labels)`` for training on ``rows`` of ``(token ids, prompt length)``:
+    right-padded with ``pad``, the loss only on the tokens after each prompt (labels -100 elsewhere)."""
+    import torch
+
+    width = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), width), pad)
+    labels = torch.full((len(rows), width), -100)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for b, (ids, plen) in enumerate(rows):
+        input_ids[b, : len(ids)] = torch.tensor(ids)
+        attn[b, : len(ids)] = 1
+        labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
+    return input_ids, attn, labels
 
 
 def save_adapter(model: Any, folder: str | os.PathLike[str]) -> None:

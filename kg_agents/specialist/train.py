@@ -238,7 +238,7 @@ def train_specialist(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
 
-    from kg_agents.llm.adapters import BASE_MODEL, new_lora, save_adapter
+    from kg_agents.llm.adapters import BASE_MODEL, new_lora, padded_batch, save_adapter
     from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 
     try:
@@ -338,15 +338,7 @@ def train_specialist(
     window: list[float] = []
     t_start = time.perf_counter() - train_seconds
     while step < total:
-        batch = [rows[j] for j in orders[step]]
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), width), pad)
-        labels = torch.full((len(batch), width), -100)
-        attn = torch.zeros((len(batch), width), dtype=torch.long)
-        for b, (ids, plen) in enumerate(batch):
-            input_ids[b, : len(ids)] = torch.tensor(ids)
-            attn[b, : len(ids)] = 1
-            labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
+        input_ids, attn, labels = padded_batch([rows[j] for j in orders[step]], pad)
         with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
             loss = model(
                 input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)

@@ -151,7 +151,7 @@ def train_gcr(
     import torch
     from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
 
-    from kg_agents.llm.adapters import new_lora, save_adapter
+    from kg_agents.llm.adapters import new_lora, padded_batch, save_adapter
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
@@ -186,15 +186,7 @@ def train_gcr(
         order = list(range(len(rows)))
         rng.shuffle(order)
         for i in range(0, len(order), batch_size):
-            batch = [rows[j] for j in order[i : i + batch_size]]
-            width = max(len(ids) for ids, _ in batch)
-            input_ids = torch.full((len(batch), width), pad)
-            labels = torch.full((len(batch), width), -100)
-            attn = torch.zeros((len(batch), width), dtype=torch.long)
-            for b, (ids, plen) in enumerate(batch):
-                input_ids[b, : len(ids)] = torch.tensor(ids)
-                attn[b, : len(ids)] = 1
-                labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
+            input_ids, attn, labels = padded_batch([rows[j] for j in order[i : i + batch_size]], pad)
             loss = peft_model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
             loss.backward()
             opt.step()
