@@ -66,16 +66,18 @@ def atomic_target(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Iter
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
-    os.close(fd)
-    try:
+    tmp = ""
+    try:  # created inside the try, so an interrupt right after creation still removes it
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+        os.close(fd)
         yield Path(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
 
 
@@ -107,8 +109,10 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
-    try:
+    made = ""
+    try:  # created inside the try, so an interrupt right after creation still removes it
+        made = tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        tmp = Path(made)
         yield tmp
         for f in tmp.rglob("*"):
             if f.is_file():
@@ -119,7 +123,8 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.replace(path, old)
         os.replace(tmp, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            shutil.rmtree(made, ignore_errors=True)
         raise
     if old.is_dir():
         shutil.rmtree(old, ignore_errors=True)

@@ -358,6 +358,33 @@ def test_an_interrupted_overwrite_never_leaves_an_index_of_other_settings(tmp_pa
     assert all(t.count(" -> ") == 2 for t in one_hop.texts)
 
 
+def test_an_interrupt_during_an_index_rewrite_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """Ctrl-C while a periodic index rewrite has its temporary file open: the final index still names
+    every finished trie, and no temporary file stays behind."""
+    from kg_agents.kg import open_kg
+    from kg_agents.methods.gcr import trie as trie_mod
+    from tests.cli.scripted_cli import ByteTokenizer
+
+    kg_file, _, _ = _entities_file(tmp_path)
+    kg, tok, out = open_kg(kg_file), ByteTokenizer(), tmp_path / "tries"
+    write = trie_mod.atomic_write
+    calls = []
+
+    def write_then_interrupt(path, data):
+        calls.append(path)
+        if len(calls) == 3:  # the rewrite after the second trie: its temporary file exists, then Ctrl-C
+            (path.parent / f".{path.name}.interrupted.tmp").write_text(data[:10])
+            raise KeyboardInterrupt
+        write(path, data)
+
+    monkeypatch.setattr(trie_mod, "INDEX_COST_RATIO", 0.0)  # rewrite after every trie
+    monkeypatch.setattr(trie_mod, "atomic_write", write_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        trie_mod.build_tries(kg, ["Splash", "Big", "Cast Away"], tok, out, max_hops=2)
+    index = json.loads((out / "index.json").read_text(encoding="utf-8"))
+    assert list(index["entities"]) == ["Splash", "Big"] and not _temporaries(out)
+
+
 # --------------------------------------------------------------------------- train
 def _train_args(tmp_path: Path, out: Path) -> list[str]:
     kg = tmp_path / "kb.tsv"

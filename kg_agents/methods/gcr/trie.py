@@ -887,6 +887,10 @@ def build_tries(
                 write_index()
     finally:
         write_index()
+        # An interrupt can land while a write has its temporary file open; the final rewrite above
+        # has the whole index, and a half-written trie is not in it, so any such leftover goes.
+        remove_temporaries(out, "index.json")
+        remove_temporaries(out, "*.npz")
     return summary
 
 
