@@ -39,7 +39,7 @@ METHODS = ["graph_rag", "text_rag", "dualr", "gcr", "knowledge_navigator", "grap
 ROUTES = ["rank", "generate"]
 #: Options that keep the run short (the methods' defaults otherwise).
 OPTIONS: dict[str, dict[str, Any]] = {
-    "gcr": {"num_beams": 3},
+    "gcr": {"num_beams": 10},  # the method's default K; --gcr-beams sets it
     "graph_agent": {"strategy": "cot", "max_steps": 4},
     "graph_explore": {"strategy": "cot", "max_steps": 3},
     "knowledge_navigator": {"num_variants": 0},
@@ -83,6 +83,7 @@ def run_method(
         out.append(
             {
                 "method": method,
+                "label": f"gcr (K={OPTIONS['gcr']['num_beams']})" if method == "gcr" else method,
                 "route": route,
                 "question": q.question,
                 "kind": q.kind,
@@ -156,9 +157,9 @@ def table(records: list[dict[str, Any]]) -> str:
         "| correct | errors | s/question |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = list(dict.fromkeys((r["method"], r["route"]) for r in records))
+    keys = list(dict.fromkeys((r.get("label", r["method"]), r["route"]) for r in records))
     for method, route in keys:
-        rs = [r for r in records if (r["method"], r["route"]) == (method, route)]
+        rs = [r for r in records if (r.get("label", r["method"]), r["route"]) == (method, route)]
         n = len(rs)
 
         def share(key: str, rs: list[dict[str, Any]] = rs, n: int = n) -> str:
@@ -188,7 +189,9 @@ def main() -> None:
         "--no-control", action="store_true", help="skip the clean-KG reruns of hijacked questions"
     )
     ap.add_argument("--records", type=Path, default=None, help="take the records of an earlier --json run")
+    ap.add_argument("--gcr-beams", type=int, default=10, help="GCR's K (default: the method's, 10)")
     args = ap.parse_args()
+    OPTIONS["gcr"]["num_beams"] = args.gcr_beams
 
     from kg_agents.llm import resolve_chat_model
 

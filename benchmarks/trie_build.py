@@ -36,7 +36,7 @@ from kg_agents.methods.gcr.trie import (
     TrieCache,
     TrieStats,
     build_trie,
-    format_path,
+    path_sentence,
     path_tokenizer,
     tokenizer_signature,
 )
@@ -53,7 +53,7 @@ def build_whole(kg, entity: str, tok, max_hops: int, fanout_limit: int, max_path
         kg, [entity], max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
     )
     texts = [p.to_text() for p in res.paths]
-    seqs = tok([format_path(t) for t in texts], add_special_tokens=False)["input_ids"] if texts else []
+    seqs = tok([path_sentence(p) for p in res.paths], add_special_tokens=False)["input_ids"] if texts else []
     stats = TrieStats(entities=[entity], max_hops=max_hops, fanout_truncated=list(res.fanout_truncated))
     return KGTrie(seqs, texts, stats=stats, tokenizer_sig=sig)
 

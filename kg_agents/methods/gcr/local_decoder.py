@@ -38,7 +38,7 @@ from kg_agents.methods.gcr.decoding import (
     check_num_beams,
     decoded_path,
 )
-from kg_agents.methods.gcr.trie import PATH_END, PATH_START, KGTrie, format_path, tokenizer_signature
+from kg_agents.methods.gcr.trie import PATH_END, PATH_START, KGTrie, path_sentence, tokenizer_signature
 
 __all__ = ["KGTrieLogitsProcessor", "LocalConstrainedDecoder", "StopAtNewline", "newline_counts"]
 
@@ -326,7 +326,7 @@ class LocalConstrainedDecoder(TrieDecoder):
 
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
-        bodies = self.tokenizer([format_path(p) for p in path_texts], add_special_tokens=False)["input_ids"]
+        bodies = self.tokenizer([path_sentence(p) for p in path_texts], add_special_tokens=False)["input_ids"]
         rows = self.answer_rows(prompt_ids[0].tolist(), bodies)
         width = max(len(r) for r in rows)
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])

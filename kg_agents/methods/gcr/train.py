@@ -40,7 +40,8 @@ from kg_agents.kg.paths import shortest_paths
 from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 from kg_agents.methods.gcr.adapter import BASE_MODEL
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
-from kg_agents.methods.gcr.trie import format_path
+from kg_agents.methods.gcr.trie import path_sentence
+from kg_agents.untrusted import kg_text
 
 __all__ = ["check_adapter_out", "gcr_training_examples", "train_gcr"]
 
@@ -74,14 +75,14 @@ def gcr_training_examples(
         if not ents or not golds:
             continue
         res = shortest_paths(kg, ents, golds, max_hops, max_paths=max_paths_per_question * 4)
-        messages = template.format_messages(question=q.question, entities="\n".join(ents))
+        messages = template.format_messages(question=q.question, entities="\n".join(map(kg_text, ents)))
         for p in res.paths[:max_paths_per_question]:
             out.append(
                 {
                     "id": q.id,
                     "messages": messages,
                     "path": p.to_text(),
-                    "target": f"{format_path(p)}\n# Answer:\n{p.end}",
+                    "target": f"{path_sentence(p)}\n# Answer:\n{kg_text(p.end)}",
                 }
             )
     return out

@@ -1,9 +1,9 @@
 """The fast KG-Trie build gives exactly the trie of tokenising every path sentence whole.
 
-The reference below is independent of the build's composition: it tokenises each ``format_path``
-sentence with the tokenizer in one call and inserts the sentences one by one (the build before
-labels were tokenised once and composed). Compared: sentences, texts, their order, node count,
-longest sentence, stats, and the tree with the order of every node's children.
+The reference below is independent of the build's composition: it tokenises each ``path_sentence``
+(KG text rendered as prompts show it) with the tokenizer in one call and inserts the sentences one by
+one (the build before labels were tokenised once and composed). Compared: sentences, texts, their
+order, node count, longest sentence, stats, and the tree with the order of every node's children.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from kg_agents.methods.gcr.trie import (
     PathTokenizer,
     build_trie,
     format_path,
+    path_sentence,
     path_tokenizer,
     splits_at_spaces,
 )
+from kg_agents.untrusted import kg_text
 from tests.methods.gcr.helpers import smollm_tokenizer
 
 #: Labels that test the composition's edges: spaces and tabs at either end, newlines, non-ASCII and
@@ -46,7 +48,7 @@ def reference_trie(kg, entities, tokenizer, max_hops, max_paths=20_000, fanout_l
         kg, list(entities), max_hops, direction="both", fanout_limit=fanout_limit, max_paths=max_paths
     )
     texts = [p.to_text() for p in res.paths]
-    sentences = [format_path(t) for t in texts]
+    sentences = [path_sentence(p) for p in res.paths]
     seqs = tokenizer(sentences, add_special_tokens=False)["input_ids"] if sentences else []
     return KGTrie(seqs, texts)
 
@@ -97,8 +99,8 @@ def test_smollm_splits_at_spaces_and_odd_labels_compose(tok):
         assert piece is not None
         arrow, start, end = unchecked.arrow, unchecked.start, unchecked.end
         for text, composed in [
-            (f"<PATH> {x} -> {x} </PATH>", (*start, *piece, *arrow, *piece, *end)),
-            (f"<PATH> a -> {x} -> b </PATH>", (*start, *a, *arrow, *piece, *arrow, *b, *end)),
+            (f"<PATH> {kg_text(x)} -> {kg_text(x)} </PATH>", (*start, *piece, *arrow, *piece, *end)),
+            (f"<PATH> a -> {kg_text(x)} -> b </PATH>", (*start, *a, *arrow, *piece, *arrow, *b, *end)),
         ]:
             assert tuple(tok(text, add_special_tokens=False)["input_ids"]) == composed, x
     paths = [Path.from_text("Amélie -> directed_by -> Jean-Pierre Jeunet"), Path(())]
@@ -177,7 +179,7 @@ def test_fill_any_order_duplicates_and_foreign_parents(tok):
         [paths[0], Path(()), paths[1]],
     ):
         texts = [p.to_text() for p in order]
-        want = KGTrie(tok([format_path(t) for t in texts], add_special_tokens=False)["input_ids"], texts)
+        want = KGTrie(tok([path_sentence(p) for p in order], add_special_tokens=False)["input_ids"], texts)
         got = KGTrie([], [])
         PathTokenizer(tok).fill(got, order)
         got.stats.paths = len(got)
