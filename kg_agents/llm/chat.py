@@ -45,7 +45,7 @@ from langchain_core.tools import BaseTool
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, load_local_model
+from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, DTYPES, load_local_model, resolve_dtype
 from kg_agents.llm.tool_calling import TOOL_OPTIONS, ToolConstraint, format_tools, structured_output
 
 __all__ = ["LocalChatModel", "generation_lock", "messages_to_chat"]
@@ -75,14 +75,19 @@ def generation_lock(model_path: str | None = None) -> threading.RLock:
         return _MODEL_LOCKS.setdefault(key, threading.RLock())
 
 
-_BATCHERS: dict[tuple[str, int, float], Any] = {}
+_BATCHERS: dict[tuple[str, str, int, float], Any] = {}
 
 
 def _batcher(chat: LocalChatModel, p: dict[str, Any]) -> Any:
     """The process-wide :class:`~kg_agents.llm.batching.GenerationBatcher` for this checkpoint and size."""
     from kg_agents.llm.batching import GenerationBatcher
 
-    key = (chat.model_path or DEFAULT_LOCAL_MODEL, chat.batch_size, chat.batch_window)
+    key = (
+        chat.model_path or DEFAULT_LOCAL_MODEL,
+        resolve_dtype(chat.dtype),
+        chat.batch_size,
+        chat.batch_window,
+    )
     lock = generation_lock(chat.model_path)
     with _MODEL_LOCKS_GUARD:
         if key not in _BATCHERS:
@@ -230,6 +235,9 @@ class LocalChatModel(BaseChatModel):
             decoded together in batches of up to this many (see :mod:`kg_agents.llm.batching`); 1 turns
             dynamic batching off. Streaming calls and seeded sampling calls are never batched.
         batch_window: seconds the batcher waits for more calls after the first one arrives.
+        dtype: ``float32``, ``bfloat16``, ``int8`` (linear weights in int8) or ``auto`` (bfloat16 where the
+            CPU computes it natively); None: ``$KG_AGENTS_DTYPE``, else float32
+            (:func:`~kg_agents.llm.local_model.load_local_model`).
 
     Examples:
         >>> llm = LocalChatModel(max_tokens=16)  # doctest: +SKIP
@@ -251,12 +259,20 @@ class LocalChatModel(BaseChatModel):
     seed: int | None = None
     batch_size: int = 16
     batch_window: float = 0.01
+    dtype: str | None = None
 
     _hf: tuple[Any, Any] | None = PrivateAttr(default=None)
 
     #: Tool calls come from grammar-constrained decoding, not from tool-use training (methods that can
     #: prompt for text actions instead, such as ``graph_agent``'s ``action_mode="auto"``, do so).
     native_tool_calling: ClassVar[bool] = False
+
+    @field_validator("dtype")
+    @classmethod
+    def _check_dtype(cls, v: str | None) -> str | None:
+        if v is not None and v not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {v!r}")
+        return v
 
     @field_validator("temperature")
     @classmethod
@@ -292,6 +308,7 @@ class LocalChatModel(BaseChatModel):
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
+            "dtype": resolve_dtype(self.dtype),
         }
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
@@ -309,7 +326,7 @@ class LocalChatModel(BaseChatModel):
     # ------------------------------------------------------------------ model access
     def _load(self) -> tuple[Any, Any]:
         if self._hf is None:
-            self._hf = load_local_model(self.model_path)
+            self._hf = load_local_model(self.model_path, dtype=self.dtype)
         return self._hf
 
     def get_num_tokens(self, text: str) -> int:

@@ -13,27 +13,69 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
-from kg_agents.errors import ModelError
+from kg_agents.errors import ConfigError, ModelError
 from kg_agents.files import cache_root
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
+    "DTYPES",
     "GGUF_NAME",
     "converted_checkpoint_dir",
     "ensure_converted",
     "load_local_model",
     "load_local_tokenizer",
+    "resolve_dtype",
     "smollm2_gguf_path",
 ]
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
 
+#: The inference dtypes of the local model: ``int8`` is float32 with every linear layer's weights in int8
+#: (PyTorch dynamic quantization); ``auto`` is bfloat16 where the CPU computes it natively, else float32.
+DTYPES = ("float32", "bfloat16", "int8", "auto")
+#: The environment variable that sets the default dtype (``float32`` when unset).
+DTYPE_ENV = "KG_AGENTS_DTYPE"
+
 _LOCK = threading.Lock()
 _LOADED: dict[str, tuple[Any, Any]] = {}
+
+
+def _cpu_has_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX-BF16), from ``/proc/cpuinfo``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def resolve_dtype(dtype: str | None = None) -> str:
+    """The dtype the local model runs in: ``dtype``, else ``$KG_AGENTS_DTYPE``, else ``float32``;
+    ``auto`` becomes ``bfloat16`` on a CPU with AVX512-BF16 or AMX, else ``float32``; ``int8`` stays.
+
+    Raises:
+        ConfigError: not one of :data:`DTYPES`.
+
+    Example:
+        >>> resolve_dtype("bfloat16"), resolve_dtype("float32")
+        ('bfloat16', 'float32')
+    """
+    value = dtype if dtype is not None else os.environ.get(DTYPE_ENV, "float32")
+    if value not in DTYPES:
+        where = "dtype" if dtype is not None else f"${DTYPE_ENV}"
+        raise ConfigError(f"{where} must be one of {', '.join(DTYPES)}; got {value!r}")
+    if value == "auto":
+        return "bfloat16" if _cpu_has_bf16() else "float32"
+    return value
 
 
 def smollm2_gguf_path() -> Path:
@@ -121,20 +163,30 @@ def load_local_tokenizer(path: str | os.PathLike[str] | None = None) -> Any:
         raise ModelError(f"could not load the tokenizer at {directory}: {exc}") from exc
 
 
-def load_local_model(path: str | os.PathLike[str] | None = None) -> tuple[Any, Any]:
-    """Load (once per process) a causal LM and its tokenizer for local generation.
+def load_local_model(
+    path: str | os.PathLike[str] | None = None, *, dtype: str | None = None
+) -> tuple[Any, Any]:
+    """Load (once per process and dtype) a causal LM and its tokenizer for local generation.
 
     Args:
         path: a local HF checkpoint directory; None for the bundled SmolLM2-135M-Instruct.
+        dtype: ``float32``, ``bfloat16``, ``int8`` or ``auto`` (see :func:`resolve_dtype`); None:
+            ``$KG_AGENTS_DTYPE``, else float32. A token's time is mostly reading the weights: bfloat16
+            halves it on a CPU with AVX512-BF16 or AMX, int8 (dynamic quantization of the linear layers)
+            quarters it (docs/results.md). Training always loads its own float32 copy.
 
     Returns:
-        ``(model, tokenizer)``: the model in eval mode on the CPU, float32.
+        ``(model, tokenizer)``: the model in eval mode on the CPU.
 
     Raises:
         ModelError: the weights are missing or cannot be loaded.
+        ConfigError: an unknown ``dtype``.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    name = resolve_dtype(dtype)
     key = str(path) if path is not None else DEFAULT_LOCAL_MODEL
+    if name != "float32":
+        key += f"|{name}"
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
@@ -146,7 +198,13 @@ def load_local_model(path: str | os.PathLike[str] | None = None) -> tuple[Any, A
             from transformers import AutoModelForCausalLM
 
             tok = _tokenizer_from(directory)
-            model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32)
+            weights = torch.float32 if name == "int8" else getattr(torch, name)
+            model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=weights)
+            if name == "int8":
+                with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao
+                    warnings.simplefilter("ignore")
+                    quantize = torch.ao.quantization.quantize_dynamic
+                    model = quantize(model, {torch.nn.Linear}, dtype=torch.qint8)
         except Exception as exc:
             raise ModelError(f"could not load the model at {directory}: {exc}") from exc
         model.eval()

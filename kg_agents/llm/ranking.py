@@ -410,7 +410,7 @@ def rank_options(
     if isinstance(llm, LocalChatModel):
         from kg_agents.llm.local_model import load_local_model
 
-        model, tok = load_local_model(llm.model_path)
+        model, tok = load_local_model(llm.model_path, dtype=llm.dtype)
         chat = messages_to_chat(msgs)
         try:
             with generation_lock(llm.model_path):

@@ -88,6 +88,25 @@ def test_bad_options_are_config_errors() -> None:
     assert LocalChatModel(max_new_tokens=7).max_tokens == 7
 
 
+def test_dtype_is_validated_and_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kg_agents.llm import local_model
+
+    with pytest.raises(ValueError, match="dtype"):
+        LocalChatModel(dtype="float16")
+    assert LocalChatModel(dtype="int8").dtype == "int8"
+    monkeypatch.delenv(local_model.DTYPE_ENV, raising=False)
+    assert local_model.resolve_dtype() == "float32"
+    monkeypatch.setenv(local_model.DTYPE_ENV, "bfloat16")
+    assert local_model.resolve_dtype() == "bfloat16" and local_model.resolve_dtype("float32") == "float32"
+    monkeypatch.setenv(local_model.DTYPE_ENV, "half")
+    with pytest.raises(ConfigError, match="KG_AGENTS_DTYPE"):
+        local_model.resolve_dtype()
+    monkeypatch.setattr(local_model, "_cpu_has_bf16", lambda: True)
+    assert local_model.resolve_dtype("auto") == "bfloat16"
+    monkeypatch.setattr(local_model, "_cpu_has_bf16", lambda: False)
+    assert local_model.resolve_dtype("auto") == "float32"
+
+
 def test_construction_does_not_load_weights() -> None:
     models = [LocalChatModel(max_tokens=4) for _ in range(10)]
     assert all(m._hf is None for m in models)
@@ -472,3 +491,47 @@ async def test_unseeded_samples_batch_and_seeded_samples_stay_reproducible() -> 
     seeded = await asyncio.gather(*(batched.ainvoke(COUNT, temperature=0.9, seed=7) for _ in range(3)))
     assert len({m.content for m in seeded}) == 1  # generated alone, each with its own seed
     assert all(m.response_metadata["batch_size"] == 1 for m in seeded)
+
+
+@pytest.mark.integration
+def test_bfloat16_model_is_its_own_copy_and_ranks_like_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dtype="bfloat16"`` (and ``"int8"``) loads another copy (the float32 one is untouched) that chat,
+    option ranking and GCR's decoder use; on a clear choice each ranks as float32 does."""
+    import torch
+
+    from kg_agents.kg import MemoryKG
+    from kg_agents.kg.testing import CONTRACT_TRIPLES
+    from kg_agents.llm.local_model import load_local_model
+    from kg_agents.llm.ranking import rank_options
+    from kg_agents.methods.gcr import graph as gcr_graph
+    from kg_agents.methods.gcr.graph import create_gcr_graph
+    from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
+
+    made: list[Any] = []
+
+    def decoder(dtype: str | None = None) -> LocalConstrainedDecoder:
+        made.append(LocalConstrainedDecoder(dtype=dtype))
+        return made[-1]
+
+    monkeypatch.setattr(gcr_graph, "LocalConstrainedDecoder", decoder)
+
+    fp32, _ = load_local_model()
+    bf16, _ = load_local_model(dtype="bfloat16")
+    assert fp32 is not bf16 and fp32.dtype == torch.float32 and bf16.dtype == torch.bfloat16
+    msgs = [HumanMessage("What is the capital of France? Answer with the city.")]
+    options = ["Paris", "Berlin", "a bicycle"]
+    orders = [
+        rank_options(LocalChatModel(dtype=d, max_tokens=8), msgs, options).order()
+        for d in ("float32", "bfloat16", "int8")
+    ]
+    assert [o[0] for o in orders] == [0, 0, 0]
+    int8, _ = load_local_model(dtype="int8")
+    assert isinstance(int8.model.layers[0].mlp.up_proj, torch.ao.nn.quantized.dynamic.Linear)
+    assert isinstance(fp32.model.layers[0].mlp.up_proj, torch.nn.Linear)
+    assert "Paris" in LocalChatModel(dtype="bfloat16", max_tokens=8).invoke(msgs).content
+    g = create_gcr_graph(
+        MemoryKG(CONTRACT_TRIPLES), llm=LocalChatModel(dtype="bfloat16", max_tokens=8), num_beams=2
+    )
+    assert [d.model for d in made] == [bf16]  # the graph's decoder follows its chat model's dtype
+    out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["paths"] and not out.get("errors")

@@ -43,6 +43,7 @@ from kg_agents.core.prompts import prompt_templates
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
+from kg_agents.llm.chat import LocalChatModel
 from kg_agents.methods.gcr.adapter import load_gcr_decoder
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 from kg_agents.methods.gcr.nodes import (
@@ -176,11 +177,12 @@ def create_gcr_graph(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
     mkg = MeteredKG(kg)
-    decoder = _decoder(decoder, adapter)
     if general_llm is _DEFAULT:
         general = default_llm(llm)  # a model, a spec such as "local" / "openai:M", or None: the local model
     else:
         general = None if general_llm is None else default_llm(general_llm)
+    # the embedded decoder runs in the dtype of the embedded chat model it is given with
+    decoder = _decoder(decoder, adapter, dtype=general.dtype if isinstance(general, LocalChatModel) else None)
     if trie_cache is None:
         tokenizer = getattr(decoder, "tokenizer", None)
         if tokenizer is None:
@@ -232,7 +234,7 @@ def create_gcr_graph(
     return g.compile(checkpointer=checkpointer, name="gcr")
 
 
-def _decoder(decoder: Any, adapter: str | None) -> Any:
+def _decoder(decoder: Any, adapter: str | None, *, dtype: str | None = None) -> Any:
     """The constrained decoder: the adapter's, a spec resolved, the given one, or the local model's."""
     if adapter is not None:
         if decoder not in (None, "local"):
@@ -243,4 +245,4 @@ def _decoder(decoder: Any, adapter: str | None) -> Any:
         return load_gcr_decoder(adapter)
     if isinstance(decoder, str):
         return resolve_decoder(decoder)
-    return LocalConstrainedDecoder() if decoder is None else decoder
+    return LocalConstrainedDecoder(dtype=dtype) if decoder is None else decoder

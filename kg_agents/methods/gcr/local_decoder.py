@@ -178,9 +178,10 @@ class LocalConstrainedDecoder(TrieDecoder):
         max_answer_tokens: int = 24,
         length_penalty: float = 1.0,
         max_unconstrained_tokens: int = 64,
+        dtype: str | None = None,
     ) -> None:
         if model is None:
-            model, tokenizer = load_local_model()
+            model, tokenizer = load_local_model(dtype=dtype)
         elif tokenizer is None:
             raise ModelError("LocalConstrainedDecoder(model=...) needs the model's tokenizer too")
         self.model = model
