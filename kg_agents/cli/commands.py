@@ -452,6 +452,7 @@ def cmd_build_tries(args: argparse.Namespace) -> int:
         fanout_limit=args.fanout_limit,
         max_paths=args.max_paths,
         overwrite=args.overwrite,
+        prepare_labels=args.prepare_labels,
     )
     out = Path(args.out)
     files = [f for f in out.glob("*.npz") if not f.name.startswith(".")]  # not a temporary file
@@ -609,6 +610,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--fanout-limit", type=int, default=500, help="neighbours per entity and hop (default: 500)"
     )
     b.add_argument("--overwrite", action="store_true", help="rebuild tries that exist, or other settings")
+    b.add_argument(
+        "--prepare-labels",
+        action="store_true",
+        help="tokenise every id and relation of the KG once first (many entities, an in-memory KG)",
+    )
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=cmd_build_tries)
     return p

@@ -472,6 +472,17 @@ def test_build_tries_for_a_dataset_and_bad_command_lines(capsys, tmp_path):
     )
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_built"] == 3 == summary["files"] and summary["seconds_p95"] >= summary["seconds_median"]
+    prepared = tmp_path / "prepared"
+    argv = ["build-tries", "--dataset", "metaqa-1hop", "--split", "train", "--limit", "3", "--hops", "1"]
+    assert cli.main([*argv, "--out", str(prepared), "--prepare-labels", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["n_built"] == 3 and again["prepared_labels"] >= 0 and again["prepare_seconds"] >= 0
+    from kg_agents.methods.gcr.trie import KGTrie
+
+    def tries(d):
+        return sorted((t.texts, t.sequences) for t in map(KGTrie.load, sorted(d.glob("*.npz"))))
+
+    assert tries(prepared) == tries(out)  # the same tries, with the labels tokenised up front
     for bad in (
         ["--out", str(out)],
         ["--dataset", "metaqa-1hop", "--entities", "x", "--out", str(out)],

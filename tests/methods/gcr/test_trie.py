@@ -226,3 +226,19 @@ def test_offline_tries_of_another_format_are_refused(kg, tok, tmp_path):
     (tmp_path / "index.json").write_text(json.dumps(index))
     with pytest.raises(ConfigError, match="other settings"):
         build_tries(kg, ["Splash"], tok, tmp_path, max_hops=1)
+
+
+def test_prepare_labels_tokenises_the_whole_kg_once_and_builds_compose_from_it(tok):
+    from kg_agents.methods.gcr.trie import path_tokenizer, prepare_labels
+
+    kg = MemoryKG([*CONTRACT_TRIPLES, ("Prepared Film", "directed_by", "Prepared Director")])
+    want = {e for e, _ in kg.iter_labels()} | set(kg.all_relations()) | {"~" + r for r in kg.all_relations()}
+    pt = path_tokenizer(tok)
+    prepare_labels(kg, tok)
+    assert want <= set(pt.labels)
+    assert prepare_labels(kg, tok) == 0  # nothing new the second time
+    before = pt.tokenized
+    trie = build_trie(kg, ["Prepared Film", "Tom Hanks"], tok, max_hops=2)
+    assert pt.tokenized == before  # every path composed from the prepared ids
+    for text, seq in zip(trie.texts, trie.sequences, strict=True):
+        assert tuple(tok(format_path(text), add_special_tokens=False)["input_ids"]) == seq
