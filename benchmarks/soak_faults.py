@@ -33,9 +33,17 @@ in ``predictions.jsonl``; wall seconds of both passes; this process's RSS when t
 point (200th, or n/10 for n < 2000) was recorded and when the last one was, and the growth between; open
 sockets (the entries of ``/proc/self/fd`` that are sockets) and live threads (``threading.active_count()``)
 before the run, at the sample point, and at the end (after the runner returned, ``gc.collect()``, and the
-request threads of timed-out attempts ended); requests the proxy saw and faulted per kind; requests the
-client sent (attempts included). Samples are taken by a thread that watches ``predictions.jsonl`` (one line
-per finished question, flushed at once).
+request threads of timed-out attempts ended); requests the proxy saw and faulted per kind. Samples are taken
+by a thread that watches ``predictions.jsonl`` (one line per finished question, flushed at once). The RSS at
+the end is not compared: writing the summary imports matplotlib and draws the run's chart. The sockets at the
+end include the pipe to the proxy's process; the threads include tqdm's monitor thread (one per progress-bar
+class and process, started by the runner's first bar even when it is disabled, never per run).
+
+``--json`` also keeps, per method: the samples (with the KG client's cache entries), the names of the
+threads at the end, the figures after the rerun (``after_rerun``), the requests the client sent (attempts
+included), its ``batch_size`` after the first pass (a batch that failed with HTTP 500 three times is split
+in halves and the smaller size kept, so random 500s can lower it), Hits@1 after the rerun and a few of the
+recorded errors.
 
 Usage::
 
@@ -325,6 +333,8 @@ def soak(
         qs, out, method, kg, concurrency=concurrency, max_endpoint_failures=max_endpoint_failures, seed=seed
     )
     row["rerun_wall_s"] = time.perf_counter() - t0
+    settle(timeout)
+    row["after_rerun"] = sample()
     lines = prediction_lines(pred)
     final = read_predictions(pred)
     ids = {q.id for q in qs}
