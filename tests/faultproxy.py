@@ -12,6 +12,12 @@ on. Faults (:attr:`FaultProxy.mode`):
 - ``"close"``: close the connection without answering;
 - ``"down"``: answer ``502 Bad Gateway``, as a reverse proxy does when the server behind it is stopped.
 
+:meth:`FaultProxy.set_random` switches to ``"random"``: each request independently gets one of several
+faults with the given probabilities (e.g. 5% ``"delay"``, 5% ``"http500"``, 5% ``"close"``), drawn from a
+seeded generator (the sequence of draws is fixed by the seed; which query gets which draw depends on the
+order in which concurrent requests arrive). :attr:`FaultProxy.counts` counts the requests by the fault
+they got (``"pass"`` for none).
+
 A fault can be limited to the requests whose decoded SPARQL query contains :attr:`FaultProxy.match`
 (e.g. one entity's IRI), so one question of a run fails while the others pass. Every request is
 logged in :attr:`FaultProxy.log` as ``(monotonic arrival time, faulted?, query)``.
@@ -20,19 +26,26 @@ Example:
     >>> with FaultProxy(server.endpoint) as proxy:                              # doctest: +SKIP
     ...     proxy.set("http500")
     ...     SparqlKG(proxy.endpoint).neighbors("x")   # EndpointError after the retries
+    ...     proxy.set_random({"http500": 0.05, "close": 0.05}, seed=0)  # 10% of requests fail
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import random
 import socket
 import threading
 import time
 import urllib.parse
+from collections import Counter
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODES = ("pass", "delay", "http500", "truncate", "close", "down")
+#: the mode :meth:`FaultProxy.set_random` switches to
+RANDOM = "random"
 
 
 class FaultProxy:
@@ -43,10 +56,12 @@ class FaultProxy:
 
     Attributes:
         endpoint: the proxy's URL for the same path (point ``SparqlKG`` at it).
-        mode: the current fault (one of :data:`MODES`).
+        mode: the current fault (one of :data:`MODES`, or :data:`RANDOM`).
         delay: seconds the ``"delay"`` fault waits.
         match: when set, only requests whose query contains it get the fault.
+        rates: in ``"random"`` mode, the probability of each fault per request.
         log: ``(arrival time, faulted, query)`` per request.
+        counts: requests by the fault they got (``"pass"``: none).
     """
 
     def __init__(self, upstream: str) -> None:
@@ -56,7 +71,10 @@ class FaultProxy:
         self.mode = "pass"
         self.delay = 0.0
         self.match: str | None = None
+        self.rates: dict[str, float] = {}
         self.log: list[tuple[float, bool, str]] = []
+        self.counts: Counter[str] = Counter()
+        self._rng = random.Random(0)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -80,7 +98,56 @@ class FaultProxy:
         """Switch to ``mode`` (for every request, or for those whose query contains ``match``)."""
         if mode not in MODES:
             raise ValueError(f"unknown fault mode {mode!r}; valid: {MODES}")
-        self.mode, self.delay, self.match = mode, float(delay), match
+        with self._lock:
+            self.mode, self.delay, self.match, self.rates = mode, float(delay), match, {}
+
+    def set_random(
+        self, rates: Mapping[str, float], *, seed: int = 0, delay: float = 0.0, match: str | None = None
+    ) -> None:
+        """Give each request (or each whose query contains ``match``) a fault drawn at random.
+
+        Args:
+            rates: the probability of each fault per request, e.g. ``{"delay": 0.05, "http500": 0.05,
+                "close": 0.05}``; the rest of the requests pass. Faults are any of :data:`MODES` but
+                ``"pass"``; the probabilities must be in [0, 1] and sum to at most 1.
+            seed: seeds the draws (the same seed gives the same sequence of faults).
+            delay: seconds the ``"delay"`` fault waits (make it longer than the client's timeout).
+            match: as for :meth:`set`.
+
+        Raises:
+            ValueError: an unknown fault, or probabilities out of range.
+        """
+        bad = [m for m in rates if m not in MODES or m == "pass"]
+        if bad:
+            raise ValueError(f"unknown random faults {bad}; valid: {MODES[1:]}")
+        if any(not 0.0 <= p <= 1.0 for p in rates.values()) or sum(rates.values()) > 1.0 + 1e-9:
+            raise ValueError(f"fault probabilities must be in [0, 1] and sum to at most 1, got {dict(rates)}")
+        ordered = {m: float(rates[m]) for m in MODES if m in rates}  # a fixed order: draws map the same way
+        with self._lock:
+            self.mode, self.delay, self.match, self.rates = RANDOM, float(delay), match, ordered
+            self._rng = random.Random(seed)
+
+    def fault_counts(self) -> dict[str, int]:
+        """A copy of :attr:`counts`: requests so far by the fault they got (``"pass"``: none)."""
+        with self._lock:
+            return dict(self.counts)
+
+    def _pick(self, query: str) -> str:
+        """The fault this request gets (``"pass"``: none); logged and counted."""
+        with self._lock:
+            mode = self.mode
+            if mode == RANDOM:
+                u, mode, acc = self._rng.random(), "pass", 0.0
+                for m, p in self.rates.items():
+                    acc += p
+                    if u < acc:
+                        mode = m
+                        break
+            hit = mode != "pass" and (self.match is None or self.match in query)
+            self.log.append((time.monotonic(), hit, query))
+            mode = mode if hit else "pass"
+            self.counts[mode] += 1
+        return mode
 
     def faulted(self) -> list[float]:
         """Arrival times of the requests that got the fault."""
@@ -117,13 +184,7 @@ class FaultProxy:
                     self.close_connection = True
 
             def _respond(self, body: bytes) -> None:
-                query = self._query_text(body)
-                mode = proxy.mode
-                hit = mode != "pass" and (proxy.match is None or proxy.match in query)
-                with proxy._lock:
-                    proxy.log.append((time.monotonic(), hit, query))
-                if not hit:
-                    mode = "pass"
+                mode = proxy._pick(self._query_text(body))
                 if mode == "close":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -171,3 +232,94 @@ class FaultProxy:
                     conn.close()
 
         return Handler
+
+
+class FaultProxyProcess:
+    """A :class:`FaultProxy` in a child process, driven from this one.
+
+    The proxy's handler threads, its sockets and its log then do not count in this process's threads,
+    open file descriptors and memory, so a client measured here (a soak benchmark) is measured alone.
+    Same controls as :class:`FaultProxy`: :meth:`set`, :meth:`set_random`, :meth:`fault_counts`.
+
+    Args:
+        upstream: the real endpoint URL.
+        start_timeout: seconds to wait for the child to listen.
+    """
+
+    def __init__(self, upstream: str, *, start_timeout: float = 60.0) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(upstream, child), name="FaultProxy", daemon=True)
+        self._proc.start()
+        child.close()
+        if not self._conn.poll(start_timeout):  # the child sends its endpoint once it listens
+            self._proc.kill()
+            raise RuntimeError(f"the fault proxy did not start within {start_timeout:g}s")
+        self.endpoint: str = self._conn.recv()
+        self.pid = self._proc.pid
+
+    def __enter__(self) -> FaultProxyProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, *args: Any, **kw: Any) -> Any:
+        self._conn.send((what, args, kw))
+        status, value = self._conn.recv()
+        if status == "err":
+            raise value
+        return value
+
+    def set(self, mode: str, *, delay: float = 0.0, match: str | None = None) -> None:
+        """As :meth:`FaultProxy.set`."""
+        self._call("set", mode, delay=delay, match=match)
+
+    def set_random(
+        self, rates: Mapping[str, float], *, seed: int = 0, delay: float = 0.0, match: str | None = None
+    ) -> None:
+        """As :meth:`FaultProxy.set_random`."""
+        self._call("set_random", dict(rates), seed=seed, delay=delay, match=match)
+
+    def fault_counts(self) -> dict[str, int]:
+        """As :meth:`FaultProxy.fault_counts`."""
+        return dict(self._call("fault_counts"))
+
+    def close(self) -> None:
+        """Stop the proxy and its process."""
+        if self._proc.is_alive():
+            with contextlib.suppress(EOFError, OSError):  # the child is gone already
+                self._call("close")
+            self._proc.join(10)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(10)
+        self._conn.close()
+
+
+def _serve(upstream: str, conn: Any) -> None:
+    """The child process of :class:`FaultProxyProcess`: serve, and answer commands until ``close``."""
+    with FaultProxy(upstream) as proxy:
+        conn.send(proxy.endpoint)
+        while True:
+            try:
+                what, args, kw = conn.recv()
+            except EOFError:  # the parent went away
+                return
+            try:
+                if what == "close":
+                    conn.send(("ok", None))
+                    return
+                value: Any = None
+                if what == "fault_counts":
+                    value = proxy.fault_counts()
+                elif what in ("set", "set_random"):
+                    value = getattr(proxy, what)(*args, **kw)
+                else:
+                    raise ValueError(f"unknown command {what!r}")
+            except Exception as exc:  # sent back and raised in the parent
+                conn.send(("err", exc))
+            else:
+                conn.send(("ok", value))

@@ -380,12 +380,16 @@ class SparqlBackedKG:
                 continue
             todo[e] = term
         items = list(todo.items())
-        for i in range(0, len(items), max(1, self.batch_size)):
+        i = 0
+        while i < len(items):
+            # batch_size is read for each batch: a rejected batch (SparqlKG) may have lowered it,
+            # during this call or another thread's; the next batch starts where this one ended
             chunk = items[i : i + max(1, self.batch_size)]
             fetched = self._fetch_edges(chunk, rterm, direction, limit)
             for e, tl in fetched.items():
                 self._cache.put(("nb", e, relation, direction, limit), tl)
                 out[e] = _copy(tl)
+            i += len(chunk)
         return {e: out[e] for e in dict.fromkeys(entities)}
 
     def _fetch_edges(

@@ -146,6 +146,38 @@ def test_server_stopped_mid_run_then_restarted(tmp_path: Path) -> None:
         srv.stop()
 
 
+def test_random_faults_are_seeded_and_counted(proxy: FaultProxy) -> None:
+    """set_random: each request gets a fault drawn with the given rates; the same seed, the same faults."""
+    kg = faulty_kg(proxy, retries=0)
+    rates = {"delay": 0.1, "http500": 0.1, "close": 0.1}
+
+    def run() -> list[bool]:
+        proxy.log.clear()
+        proxy.counts.clear()
+        proxy.set_random(rates, seed=7, delay=0.0)  # a delay shorter than the timeout: answered
+        failed = []
+        for _ in range(120):
+            try:
+                failed.append(not kg.has_entity("Splash"))
+            except EndpointError:
+                failed.append(True)
+        return failed
+
+    failed = run()
+    counts = dict(proxy.counts)
+    assert sum(counts.values()) == len(proxy.log) == 120
+    assert all(counts.get(m, 0) > 0 for m in [*rates, "pass"]), counts
+    assert sum(failed) == counts["http500"] + counts["close"]  # a short delay is answered
+    assert sum(hit for _, hit, _ in proxy.log) == 120 - counts["pass"]
+    hits = [hit for _, hit, _ in proxy.log]
+    assert run() == failed and [hit for _, hit, _ in proxy.log] == hits and dict(proxy.counts) == counts
+    proxy.set("pass")
+    assert kg.has_entity("Splash")
+    for bad in ({"pass": 0.1}, {"slow": 0.1}, {"http500": -0.1}, {"http500": 0.6, "close": 0.6}):
+        with pytest.raises(ValueError):
+            proxy.set_random(bad)
+
+
 # ---------------------------------------------------------------------------- graphs and the runner
 def endpoint_steps(out: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in out.get("trace") or [] if s.get("endpoint")]

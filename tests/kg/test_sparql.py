@@ -230,6 +230,21 @@ def test_rejected_batches_are_halved(endpoint: MiniEndpoint) -> None:
     assert ei.value.status == 500 and "Stack Overflow" in str(ei.value)
 
 
+def test_a_batch_halved_mid_call_leaves_no_entity_out(endpoint: MiniEndpoint) -> None:
+    """A transient HTTP 500 on the first of several batches halves batch_size during the call: the next
+    batches take the smaller size and every entity is still fetched (it used to skip the entities between
+    the old and the new batch ends, and the call raised KeyError)."""
+    ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Ron Howard"]
+    ents += ["Nope", "Nada"]
+    want = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0).neighbors_many(ents, limit=3)
+    endpoint.requests.clear()
+    endpoint.mode, endpoint.fail_first = "flaky", 1  # the first request fails, then all pass
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=4, retries=0, cache_size=0)
+    got = kg.neighbors_many(ents, limit=3)
+    assert got == want and list(got) == ents
+    assert kg.batch_size == 2 and kg.requests_sent == 1 + 5  # the failed batch of 4, then 5 batches of 2
+
+
 def test_batches_are_split(endpoint: MiniEndpoint) -> None:
     kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, cache_size=0)
     kg.neighbors_many(["Splash", "Big", "Amélie", "Cast Away", "Parenthood"], limit=5)
