@@ -26,7 +26,7 @@ import time
 import urllib.error
 from typing import Any
 
-from kg_agents.errors import EndpointError
+from kg_agents.errors import ConfigError, EndpointError
 from kg_agents.kg._query import Node, Row, SparqlBackedKG, check_read_only, count_query
 from kg_agents.kg.base import Direction, TripleList
 from kg_agents.kg.profiles import PROFILES, Profile, get_profile
@@ -118,9 +118,9 @@ class SparqlKG(SparqlBackedKG):
     ) -> None:
         super().__init__(cache_size=cache_size, ordered=ordered)
         if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if retries < 0:
-            raise ValueError(f"retries must be >= 0, got {retries!r}")
+            raise ConfigError(f"retries must be >= 0, got {retries!r}")
         self.endpoint = endpoint
         self.profile = get_profile(profile)
         self.timeout = float(timeout)

@@ -329,8 +329,10 @@ def test_unreachable_endpoint_names_it() -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError):
         SparqlKG("http://127.0.0.1:1/sparql", profile="nosuch")
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="timeout"):
         SparqlKG("http://127.0.0.1:1/sparql", timeout=0)
+    with pytest.raises(ConfigError, match="retries"):
+        SparqlKG("http://127.0.0.1:1/sparql", retries=-1)
     kg = open_kg("http://127.0.0.1:1/sparql", profile="freebase", timeout=2.0)
     assert isinstance(kg, SparqlKG) and kg.profile.name == "freebase" and kg.timeout == 2.0
 
