@@ -1003,6 +1003,11 @@ class TrieCache:
                 raise ConfigError(f"{self.directory} is not a KG-Trie directory (no index.json)")
             idx = json.loads(index_file.read_text())
             settings = idx.get("settings", {})
+            if settings.get("format", 1) != FORMAT_VERSION:
+                raise ConfigError(
+                    f"the tries in {self.directory} are KG-Trie format {settings.get('format', 1)}, "
+                    f"this version reads {FORMAT_VERSION}; rebuild them (kg-agents build-tries --overwrite)"
+                )
             if settings.get("tokenizer_sig") != self.sig:
                 raise ConfigError(f"the tries in {self.directory} were built with a different tokenizer")
             if settings.get("kg") != kg.fingerprint():

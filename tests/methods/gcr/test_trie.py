@@ -226,6 +226,8 @@ def test_offline_tries_of_another_format_are_refused(kg, tok, tmp_path):
     (tmp_path / "index.json").write_text(json.dumps(index))
     with pytest.raises(ConfigError, match="other settings"):
         build_tries(kg, ["Splash"], tok, tmp_path, max_hops=1)
+    with pytest.raises(ConfigError, match=r"format 1.*rebuild"):
+        TrieCache(kg, tok, max_hops=1, directory=tmp_path)
 
 
 def test_prepare_labels_tokenises_the_whole_kg_once_and_builds_compose_from_it(tok):
