@@ -8,6 +8,7 @@ Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set before transformers is import
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -45,8 +46,10 @@ _LOCK = threading.Lock()
 _LOADED: dict[str, tuple[Any, Any]] = {}
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX-BF16), from ``/proc/cpuinfo``."""
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX-BF16), from ``/proc/cpuinfo``
+    (read once: ``resolve_dtype`` runs on every generation call)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
