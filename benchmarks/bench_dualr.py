@@ -46,6 +46,13 @@ def main() -> None:
     ap.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
     ap.add_argument("--per-hop", type=int, default=200, help="validation questions per hop")
     ap.add_argument("--hops", default="1,2,3")
+    ap.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="with --exclude-early-stopping: skip this many of the seeded held-out sample first (a "
+        "confirmation set disjoint from the first --per-hop questions)",
+    )
     ap.add_argument("--num-candidates", type=int, default=3)
     ap.add_argument("--train-questions", type=int, default=300, help="questions in the timed training pass")
     ap.add_argument("--threads", type=int, default=None)
@@ -92,7 +99,7 @@ def main() -> None:
     if a.skip_gnn:
         return
     for hop in [int(h) for h in a.hops.split(",")]:
-        qs = validation_questions(hop, a.per_hop, a.exclude_early_stopping)
+        qs = validation_questions(hop, a.per_hop, a.exclude_early_stopping, a.offset)
         t0 = time.perf_counter()
         q_enc = enc([q.question for q in qs])
         enc_ms = (time.perf_counter() - t0) * 1000 / len(qs)
@@ -119,6 +126,7 @@ def main() -> None:
         n = len(qs)
         held = (
             f", outside the first {a.exclude_early_stopping} (early stopping)"
+            + (f", from position {a.offset} of the held-out sample" if a.offset else "")
             if a.exclude_early_stopping
             else ""
         )
@@ -199,15 +207,16 @@ def mark_topic(q: Question) -> Question:
     return dataclasses.replace(q, question=text)
 
 
-def validation_questions(hop: int, n: int, exclude_first: int) -> list:
+def validation_questions(hop: int, n: int, exclude_first: int, offset: int = 0) -> list:
     """``n`` dev-validation questions; with ``exclude_first``, a seeded sample of those outside the
-    early-stopping sample ``load_metaqa(hop, "validation", limit=exclude_first)``."""
+    early-stopping sample ``load_metaqa(hop, "validation", limit=exclude_first)``, from position
+    ``offset`` of that sample on."""
     if not exclude_first:
         return list(load_metaqa(hop, split="validation", limit=n))
     used = {q.id for q in load_metaqa(hop, split="validation", limit=exclude_first)}
     rest = [q for q in load_metaqa(hop, split="validation") if q.id not in used]
     order = np.random.default_rng(0).permutation(len(rest))
-    return [rest[i] for i in order[:n]]
+    return [rest[i] for i in order[offset : offset + n]]
 
 
 def llm_runs(kg: object, a: argparse.Namespace) -> None:
