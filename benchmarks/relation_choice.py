@@ -5,12 +5,13 @@ For each MetaQA question (seeded dev-validation split), starting at its topic en
 candidate relations of the current entities (both directions; the options and the prompt of
 knowledge_navigator's ranked route, ``select_relations_rank``) and follows the best one, ``hops`` times.
 A question counts when an entity reached at the end is a gold answer (exact match after normalisation).
-A second column does the same with the free-generation route's prompt and parser (``decide="generate"``)
-for comparison.
+A second column ranks with calibration (``baseline``: each relation's score less its score when the
+question is only the topic entity, as ``calibrate=True`` does in the methods), and a third does the same
+with the free-generation route's prompt and parser (``decide="generate"``) for comparison.
 
     python benchmarks/relation_choice.py --hops 1 2 3 --limit 20
 
-Prints one row per hop: questions, ranked accuracy, generated accuracy, seconds per question.
+Prints one row per hop: questions, ranked, calibrated and generated accuracy, seconds per question.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from kg_agents.core.decide import rank
 from kg_agents.core.prompts import prompt_templates
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.eval.metrics import normalize_answer
@@ -52,10 +54,10 @@ def follow(kg, entities: list[str], choice: tuple[str, str], seen: set[str]) -> 
     return nxt[:MAX_FRONTIER]
 
 
-def run(hops: int, limit: int, llm, templates) -> tuple[int, float, float, float]:
+def run(hops: int, limit: int, llm, templates) -> tuple[int, float, float, float, float]:
     ds = load_metaqa(hops, "validation", limit=limit)
     kg = ds.default_kg()
-    ok = {"rank": 0, "generate": 0}
+    ok = {"rank": 0, "calibrated": 0, "generate": 0}
     t0 = time.perf_counter()
     for q in ds:
         golds = {normalize_answer(a) for a in q.answers}
@@ -73,6 +75,11 @@ def run(hops: int, limit: int, llm, templates) -> tuple[int, float, float, float
                         question=q.question, entity=name
                     )
                     pick = rank_options(llm, msgs, rank_options_text(opts, name)).order()[0]
+                elif route == "calibrated":
+                    tpl = templates["select_relations_rank"]
+                    msgs = tpl.format_messages(question=q.question, entity=name)
+                    base = tpl.format_messages(question=f"[{name}]", entity=name)
+                    pick = rank(llm, msgs, rank_options_text(opts, name), baseline=base).order()[0]
                 else:
                     texts = [candidate_text(r, d, name) for r, d in opts]
                     listing = "\n".join(f"{i + 1}. {o}" for i, o in enumerate(texts))
@@ -85,7 +92,7 @@ def run(hops: int, limit: int, llm, templates) -> tuple[int, float, float, float
                 frontier = follow(kg, frontier, opts[pick], seen)
             ok[route] += any(normalize_answer(kg.label(e)) in golds for e in frontier)
     n = len(ds)
-    return n, ok["rank"] / n, ok["generate"] / n, (time.perf_counter() - t0) / n
+    return n, ok["rank"] / n, ok["calibrated"] / n, ok["generate"] / n, (time.perf_counter() - t0) / n
 
 
 def main() -> None:
@@ -95,11 +102,11 @@ def main() -> None:
     args = ap.parse_args()
     llm = resolve_chat_model("local")
     templates = prompt_templates("knowledge_navigator", ["select_relations", "select_relations_rank"], None)
-    print("| hops | n | ranked: chain reaches a gold answer | generated | s/question (both routes) |")
-    print("|---|---|---|---|---|")
+    print("| hops | n | ranked: chain reaches a gold answer | calibrated | generated | s/question |")
+    print("|---|---|---|---|---|---|")
     for h in args.hops:
-        n, ranked, generated, secs = run(h, args.limit, llm, templates)
-        print(f"| {h} | {n} | {ranked:.3f} | {generated:.3f} | {secs:.1f} |", flush=True)
+        n, ranked, calibrated, generated, secs = run(h, args.limit, llm, templates)
+        print(f"| {h} | {n} | {ranked:.3f} | {calibrated:.3f} | {generated:.3f} | {secs:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

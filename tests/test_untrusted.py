@@ -212,6 +212,10 @@ def method_setup(method: str, decide: str) -> tuple[dict[str, Any], dict[str, An
     elif method == "graph_agent" and decide == "generate":
         options.update(action_mode="text", strategy="cot", max_steps=4)
         llm = FakeChat(replies=AGENT_STEPS, cycle=False)
+    elif method == "graph_agent":
+        # the scripted preference ignores the question, so calibration (score after the question less
+        # score without it) would cancel it out: the agent must follow the attack as scored
+        options.update(calibrate=False)
     elif method == "graph_explore":
         options.update(strategy="cot", max_steps=2)
         if decide == "generate":

@@ -116,12 +116,23 @@ def rank(
     per_token: bool = False,
     role: str | None = None,
     keys: Sequence[Any] | None = None,
+    baseline: Sequence[BaseMessage] | str | None = None,
 ) -> Ranking:
     """Rank ``options`` with ``llm``; one LLM call and its tokens go on the current node's meter (none for
     a single option, which needs no call).
 
     ``role`` and ``keys`` say what is decided (see :class:`Decision`); the model sees them through
     :func:`current_decision` while it ranks, and nothing else changes.
+
+    ``baseline`` calibrates the ranking: the same options are also scored after ``baseline`` (the prompt
+    with the question's words taken out, say), and each option's score becomes its log-probability after
+    ``messages`` less its log-probability after ``baseline``: how much the question raises it. This is
+    the domain-conditional PMI of "Surface Form Competition: Why the Highest Probability Answer Isn't
+    Always Right"; it stops an option that the model finds likely whatever the question (a common
+    relation, the one the prompt's example uses) from winning every decision. It costs a second LLM
+    call (counted on the meter), and applies on the log-probability route only (another route's ranking is
+    returned as it is, with ``extra["calibrated"]`` False). The uncalibrated scores are kept in
+    ``extra["uncalibrated"]``.
     """
     if role is not None and role not in ROLES:
         raise ConfigError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
@@ -132,9 +143,29 @@ def rank(
         decision = Decision(role, tuple(keys) if keys is not None else None, complete)
     with _deciding(decision):
         ranking = rank_options(llm, messages, options, prefix=prefix, complete=complete, per_token=per_token)
-    if ranking.route != "only":
-        record_usage(llm_calls=1, input_tokens=ranking.input_tokens, output_tokens=ranking.output_tokens)
-    return ranking
+        if ranking.route != "only":
+            record_usage(llm_calls=1, input_tokens=ranking.input_tokens, output_tokens=ranking.output_tokens)
+        if baseline is None or ranking.route == "only":
+            return ranking
+        if ranking.route != "logprobs":
+            ranking.extra["calibrated"] = False
+            return ranking
+    # the baseline decides nothing: a model that learns from decisions (the specialist's teacher) must
+    # not take it for one
+    base = rank_options(llm, baseline, options, prefix=prefix, complete=complete, per_token=per_token)
+    record_usage(llm_calls=1, input_tokens=base.input_tokens, output_tokens=base.output_tokens)
+    if base.route != "logprobs":
+        ranking.extra["calibrated"] = False
+        return ranking
+    scores = tuple(a - b for a, b in zip(ranking.scores, base.scores, strict=True))
+    return Ranking(
+        ranking.options,
+        scores,
+        ranking.route,
+        input_tokens=ranking.input_tokens + base.input_tokens,
+        output_tokens=ranking.output_tokens + base.output_tokens,
+        extra={**ranking.extra, "calibrated": True, "uncalibrated": ranking.scores},
+    )
 
 
 def answer_candidates(

@@ -119,6 +119,8 @@ class Ranking:
             out["matched"] = False
         if self.raw is not None:
             out["raw"] = self.raw
+        if "calibrated" in self.extra:
+            out["calibrated"] = self.extra["calibrated"]
         return out
 
 

@@ -175,7 +175,8 @@ class Teacher(BaseChatModel):
     def counts(self) -> Counter[str]:
         """``role`` (decisions recorded), ``role:no_right`` (skipped: no option on a gold path),
         ``role:all_right`` (skipped: every option is on a gold path, so the decision teaches nothing),
-        ``unlabelled`` (rankings that named no role)."""
+        ``unlabelled`` (rankings that named no role, and the baselines of calibrated rankings: see
+        :func:`kg_agents.core.decide.rank`)."""
         return self._counts
 
     def set_question(self, question_id: str, topic_entities: Sequence[str], answers: Sequence[str]) -> bool:

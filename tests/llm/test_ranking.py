@@ -88,6 +88,45 @@ def test_rank_meters_one_call_with_tokens() -> None:
     assert out["usage"]["llm_calls"] == 1 and out["usage"]["input_tokens"] > 0
 
 
+def test_a_calibrated_ranking_scores_what_the_question_adds() -> None:
+    # after the question, "starred actors" is likeliest; without it, it is likelier still: the question
+    # raises "directed by" most, so calibration ranks it first
+    def logprobs(text: str, options: list[str]) -> list[float]:
+        with_q = {"directed by": -2.0, "has genre": -3.0, "starred actors": -1.0, "release year": -4.0}
+        without = {"directed by": -5.0, "has genre": -3.5, "starred actors": -0.5, "release year": -4.0}
+        table = with_q if "who directed" in text else without
+        return [table[o] for o in options]
+
+    llm = FakeChat(logprobs=logprobs)
+    baseline = [PROMPT[0], HumanMessage("Which relation of Splash answers: [Splash]?")]
+
+    @metered
+    def node(state: dict) -> dict:
+        return {"ranking": rank(llm, PROMPT, OPTIONS, baseline=baseline)}
+
+    out = node({})
+    r = out["ranking"]
+    assert r.best == "directed by" and r.scores == pytest.approx((3.0, 0.5, -0.5, 0.0))
+    assert r.extra["uncalibrated"] == (-2.0, -3.0, -1.0, -4.0) and r.as_trace()["calibrated"] is True
+    assert out["usage"]["llm_calls"] == 2 and llm.calls["logprobs"] == 2
+    assert rank(llm, PROMPT, OPTIONS).best == "starred actors"  # uncalibrated, as before
+
+
+def test_calibration_needs_log_probabilities() -> None:
+    # a text-only model ranks by its reply: no baseline call, and the trace says it was not calibrated
+    llm = FakeChat(default="has genre", tools=False)
+
+    @metered
+    def node(state: dict) -> dict:
+        return {"ranking": rank(llm, PROMPT, OPTIONS, baseline="[Splash]")}
+
+    out = node({})
+    assert out["ranking"].best == "has genre" and out["ranking"].as_trace()["calibrated"] is False
+    assert out["usage"]["llm_calls"] == 1 and len(llm.prompts) == 1
+    # a single option needs no call either way
+    assert rank(llm, PROMPT, ["x"], baseline="[Splash]").route == "only" and len(llm.prompts) == 1
+
+
 def test_ranked_answers_keeps_those_near_the_best() -> None:
     r = Ranking(("a", "b", "c"), (math.log(0.6), math.log(0.35), math.log(0.05)), "logprobs")
     assert ranked_answers(r, max_answers=5, ratio=0.5) == ["a", "b"]

@@ -180,6 +180,7 @@ def create_graph_agent_graph(
     max_context_triples: int = 40,
     temperature: float | None = 0.7,
     decide: Decide = "rank",
+    calibrate: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -212,6 +213,11 @@ def create_graph_agent_graph(
             entity pruning and the End? decision), candidate ``j`` of a ToT/GoT level taking the j-th
             best; the Score and Selection votes rank too. ``"generate"``: the model writes them (the
             paper's prompts). Either way the answers are KG nodes on a verified path.
+        calibrate: on the ranked route (default), score each action by how much the question raises
+            its log-probability (its score after the step prompt less its score after the same prompt
+            whose question is only the topic entities; see :func:`kg_agents.core.decide.rank`), with
+            ``Finish`` competing on its own score; two LLM calls a step instead of one. False: the
+            plain log-probabilities.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -239,6 +245,7 @@ def create_graph_agent_graph(
         temperature,
         action_mode=action_mode,
         max_actions=max_actions,
+        calibrate=calibrate,
     )
     return build_graph(GraphCoTDeps(agent, defaults, index), checkpointer=checkpointer)
 

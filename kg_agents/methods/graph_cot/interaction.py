@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -32,6 +33,7 @@ from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
 from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
 from kg_agents.kg.text import relation_words
+from kg_agents.llm.ranking import Ranking
 from kg_agents.methods.graph_cot.parsing import (
     match_relations,
     parse_action,
@@ -119,6 +121,30 @@ def action_key(actions: Sequence[tuple[str, Sequence[str]]], finish: Sequence[st
     rel = actions[0][1][1] if actions else ""
     direction = "in" if rel.startswith(INVERSE_PREFIX) else "out"
     return ("neighbor", tuple(a[1][0] for a in actions), rel.removeprefix(INVERSE_PREFIX), direction)
+
+
+def finish_on_raw_scores(ranking: Ranking, is_finish: Sequence[bool]) -> Ranking:
+    """A calibrated action ranking whose ``Finish`` competes on the model's own scores.
+
+    Calibration (``baseline``) picks the relation to follow by how much the question raises it; whether to
+    stop is a different question, which the calibrated scores answer badly (the step prompt with the
+    question taken out still makes ``Finish`` likely). So ``Finish`` gets the score that puts it above the
+    best calibrated action exactly when its raw log-probability is above that action's.
+
+    Example:
+        >>> r = Ranking(("a", "b", "f"), (-1.0, 0.5, -4.0), "logprobs",
+        ...             extra={"calibrated": True, "uncalibrated": (-2.0, -3.0, -2.5)})
+        >>> finish_on_raw_scores(r, [False, False, True]).best      # b is raised most; raw f beats raw b
+        'f'
+    """
+    if not any(is_finish) or all(is_finish):
+        return ranking
+    raw = ranking.extra["uncalibrated"]
+    acts = [i for i, f in enumerate(is_finish) if not f]
+    best = max(acts, key=lambda i: ranking.scores[i])
+    shift = raw[best] - ranking.scores[best]  # the best action's baseline score
+    scores = tuple(raw[i] - shift if f else ranking.scores[i] for i, f in enumerate(is_finish))
+    return replace(ranking, scores=scores)
 
 
 def render_agent_steps(steps: Sequence[dict[str, Any]]) -> str:
@@ -235,8 +261,13 @@ class AgentInteraction(Interaction):
 
     name = "graph_agent"
 
-    def __init__(self, *args: Any, action_mode: ActionMode, max_actions: int, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, action_mode: ActionMode, max_actions: int, calibrate: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
+        if not isinstance(calibrate, bool):
+            raise ConfigError(f"calibrate must be True or False, got {calibrate!r}")
+        self.calibrate = calibrate
         self.tools = {
             t.name: t for t in kg_toolkit(self.kg, self.box.index, max_neighbors=self.box.max_neighbors)
         }
@@ -340,17 +371,24 @@ class AgentInteraction(Interaction):
         for reply, (_, actions, finish) in zip(replies, options, strict=True):
             keys.setdefault(reply, action_key(actions, finish))
         replies = list(keys)
+        baseline = None
+        if self.calibrate:  # the same step with the question's words taken out: only its topic entities
+            topics = " ".join(f"[{kg_text(entity_label(self.kg, e))}]" for e in branch.get("starts") or [])
+            baseline = self._step_messages(branch, topics)
         ranking = rank(
             self.model,
             self._step_messages(branch, question),
             replies,
             role="action",
             keys=list(keys.values()),
+            baseline=baseline,
         )
         if not ranking.matched:  # a text-only model wrote a step naming no option: read it as written
             return AIMessage(
                 content=ranking.raw or "", response_metadata={"ranking": ranking.as_trace(top=5)}
             )
+        if ranking.extra.get("calibrated"):
+            ranking = finish_on_raw_scores(ranking, [finish is not None for _, _, finish in options])
         pick = ranking.order()[min(int(settings.get("candidate", 0)), len(replies) - 1)]
         thought, actions, finish = options[pick]
         return AIMessage(

@@ -118,6 +118,9 @@ class KnowledgeNavigatorContext:
             (the paper's prompts).
         answer_ratio: ranked answers: the best entity and those whose probability is at least this
             share of the best one's.
+        calibrate: ranked relation choice scores each relation by how much the question raises its
+            log-probability: its score less its score when the question is only the entity's name
+            (see :func:`kg_agents.core.decide.rank`). Two LLM calls per ranking instead of one.
     """
 
     hops: int | None = None
@@ -139,6 +142,7 @@ class KnowledgeNavigatorContext:
     answer_max_tokens: int | None = None
     decide: Decide | None = None
     answer_ratio: float | None = None
+    calibrate: bool | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -187,6 +191,7 @@ def create_knowledge_navigator_graph(
     answer_max_tokens: int = 160,
     decide: Decide = "rank",
     answer_ratio: float = 0.5,
+    calibrate: bool = True,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -211,8 +216,8 @@ def create_knowledge_navigator_graph(
         fanout_limit: at most this many triples per (entity, relation, direction); hits are traced.
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
-            select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio: the
-            defaults of the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"``
+            select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate:
+            the defaults of the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"``
             (default) ranks relations and answers by the model's log-probability (relations with the
             ``select_relations_rank`` prompt); ``"generate"`` is the paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
@@ -260,6 +265,7 @@ def create_knowledge_navigator_graph(
         answer_max_tokens=answer_max_tokens,
         decide=decide,
         answer_ratio=answer_ratio,
+        calibrate=calibrate,
     )
     bad = check_context(defaults)
     if bad:

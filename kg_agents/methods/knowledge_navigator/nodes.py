@@ -130,6 +130,8 @@ def check_context(ctx: Any) -> str | None:
         return f"hops must be at least 1 or None (got {ctx.hops!r})"
     if ctx.decide not in DECIDE_MODES:
         return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
+    if not isinstance(ctx.calibrate, bool):
+        return f"calibrate must be True or False (got {ctx.calibrate!r})"
     try:
         check_ratio(ctx.answer_ratio)
     except ConfigError as exc:
@@ -274,7 +276,8 @@ def select_relations(
             choices: list[list[int]] = [list(range(len(options_rd)))] * len(voters)
             asked = False
         else:
-            if calls + len(voters) > ctx.max_llm_calls:
+            per_vote = 2 if ctx.decide == "rank" and ctx.calibrate else 1  # calibration: a second call
+            if calls + per_vote * len(voters) > ctx.max_llm_calls:
                 budget_hit = True
                 break
             name = kg_text(deps.kg.label(members[0]))  # shown to the model: KG text
@@ -288,12 +291,17 @@ def select_relations(
             choices = []
             for q in voters:
                 if ctx.decide == "rank":
+                    tpl = deps.prompts["select_relations_rank"]
                     ranking = rank(
                         deps.llm,
-                        deps.prompts["select_relations_rank"].format_messages(question=q, entity=name),
+                        tpl.format_messages(question=q, entity=name),
                         rank_options_text(options_rd, name),
                         role="relation",
                         keys=[(tuple(members), r, d) for r, d in options_rd],
+                        # the question's words taken out: how much the question raises each relation
+                        baseline=tpl.format_messages(question=f"[{name}]", entity=name)
+                        if ctx.calibrate
+                        else None,
                     )
                     choices.append(ranking.order()[: ctx.top_k])
                     continue
@@ -305,7 +313,7 @@ def select_relations(
                     max_tokens=ctx.select_max_tokens,
                 )
                 choices.append(parse_selection(str(msg.content), options, ctx.top_k, phrases))
-            calls += len(voters)
+            calls += per_vote * len(voters)
             scores, kept = weighted_vote(choices, weights, len(options_rd), ctx.top_m)
             asked = True
         chosen = [[options_rd[i][0], options_rd[i][1]] for i in kept]

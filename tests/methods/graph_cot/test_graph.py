@@ -586,7 +586,7 @@ def _agent_scores(text: str, options: list[str]) -> list[float]:
 
 def test_ranked_agent_takes_only_actions_that_exist():
     llm = FakeChat(logprobs=_agent_scores, tools=False)  # no text replies: any generation would raise
-    out = create_graph_agent_graph(KG, llm=llm).invoke(Q)
+    out = create_graph_agent_graph(KG, llm=llm, calibrate=False).invoke(Q)
     steps = _trace(out, "expand")
     assert [s["action"] for s in steps] == [
         "RetrieveNode[Splash]",
@@ -598,6 +598,42 @@ def test_ranked_agent_takes_only_actions_that_exist():
     # RetrieveNode of the one topic entity needs no call; two rankings in all
     assert llm.calls["logprobs"] == 2 and out["usage"]["llm_calls"] == 2
     assert steps[0]["ranking"]["route"] == "only" and steps[1]["ranking"]["route"] == "logprobs"
+
+
+def _biased_scores(text: str, options: list[str]) -> list[float]:
+    """A scorer that likes the starred actors whatever the question (more so without it), and the
+    director only when the question asks for him."""
+    asked = "who directed" in text
+    out = []
+    for o in options:
+        if "starred actors of" in o:
+            out.append(6.0 if asked else 8.0)
+        elif "directed by of" in o:
+            out.append(5.0 if asked else 1.0)
+        elif "Finish[" in o:
+            out.append(4.0 if asked else 3.8)
+        else:
+            out.append(0.0)
+    return out
+
+
+def test_a_calibrated_agent_follows_the_relation_the_question_raises():
+    llm = FakeChat(logprobs=_biased_scores, tools=False)
+    plain = create_graph_agent_graph(KG, llm=llm, calibrate=False, max_steps=3).invoke(Q)
+    assert _trace(plain, "expand")[1]["action"] == "NeighborCheck[Splash, starred_actors]"
+    out = create_graph_agent_graph(KG, llm=llm, calibrate=True).invoke(Q)
+    steps = _trace(out, "expand")
+    # the step prompt with the question taken out ("[Splash]") still favours the starred actors: the
+    # question raises the director most; Finish then wins on its own score (4.0 over 0.0)
+    assert [s["action"] for s in steps] == [
+        "RetrieveNode[Splash]",
+        "NeighborCheck[Splash, directed_by]",
+        "Finish[Ron Howard]",
+    ]
+    assert out["answers"] == ["Ron Howard"]
+    assert steps[1]["ranking"]["calibrated"] is True and out["usage"]["llm_calls"] == 4
+    with pytest.raises(ConfigError, match="calibrate"):
+        create_graph_agent_graph(KG, llm=llm, calibrate="yes")
 
 
 @pytest.mark.parametrize("seed", range(5))

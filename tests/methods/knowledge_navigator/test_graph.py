@@ -424,7 +424,7 @@ def test_ranked_route_votes_relations_and_ranks_answers(kg):
         return [float(i) for i in range(len(options))]
 
     llm = FakeChat(logprobs=scores)
-    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0).invoke(
+    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]}, context={"hops": 1}
     )
     sel = next(t for t in out["trace"] if t["node"] == "select_relations")
@@ -434,6 +434,46 @@ def test_ranked_route_votes_relations_and_ranks_answers(kg):
     ]
     # one ranking for the relation, none for the single candidate answer
     assert llm.calls["logprobs"] == 1 and out["usage"]["llm_calls"] == 1
+
+
+def test_calibrated_relation_choice_follows_what_the_question_raises(kg):
+    seen: list[str] = []
+
+    def scores(text: str, options: list[str]) -> list[float]:
+        # "starred actors" is likeliest whatever the question; the question raises "directed by" most
+        seen.append(text)
+        asked = "who directed" in text
+        return [
+            (6.0 if asked else 8.0)
+            if "starred actors" in o
+            else (5.0 if asked else 1.0)
+            if "directed by" in o
+            else 0.0
+            for o in options
+        ]
+
+    llm = FakeChat(logprobs=scores)
+    q = {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
+    plain = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False).invoke(
+        q, context={"hops": 1}
+    )
+    assert next(t for t in plain["trace"] if t["node"] == "select_relations")["votes"][0]["kept"] == [
+        "starred_actors"
+    ]
+    seen.clear()
+    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0).invoke(q, context={"hops": 1})
+    assert next(t for t in out["trace"] if t["node"] == "select_relations")["votes"][0]["kept"] == [
+        "directed_by"
+    ]
+    assert out["answers"] == ["Ron Howard"] and out["usage"]["llm_calls"] == 2  # the ranking and its baseline
+    assert "who directed" in seen[0] and "who directed" not in seen[1] and "[Splash]" in seen[1]
+    # the budget counts both calls: one calibrated ranking does not fit in one call
+    tight = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, max_llm_calls=1).invoke(
+        q, context={"hops": 1}
+    )
+    assert tight["usage"]["llm_calls"] == 0
+    with pytest.raises(ConfigError, match="calibrate"):
+        create_knowledge_navigator_graph(kg, llm=llm, calibrate="yes")
 
 
 # --------------------------------------------------------------------------- options and prompts

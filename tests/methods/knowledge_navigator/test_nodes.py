@@ -49,6 +49,7 @@ DEFAULTS = KnowledgeNavigatorContext(
     answer_max_tokens=160,
     decide="generate",
     answer_ratio=0.5,
+    calibrate=True,
 )
 SPLASH_DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 SPLASH_WRITTEN = Triple("Splash", "written_by", "Babaloo Mandel")
