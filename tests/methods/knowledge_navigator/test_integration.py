@@ -45,7 +45,8 @@ def test_knowledge_navigator_local_model_metaqa(metaqa):
     g = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"))
     out = g.invoke(
         {"question": q.question, "topic_entities": topics},
-        context={"num_variants": 1, "max_llm_calls": 4, "max_triples": 40, "answer_max_tokens": 48},
+        # the variants' call and two calibrated relation rankings (two calls each) fit in 6
+        context={"num_variants": 1, "max_llm_calls": 6, "max_triples": 40, "answer_max_tokens": 48},
     )
     assert out["errors"] == []
     analysis = next(t for t in out["trace"] if t["node"] == "analyse_question")
@@ -53,6 +54,6 @@ def test_knowledge_navigator_local_model_metaqa(metaqa):
     votes = [t for t in out["trace"] if t["node"] == "select_relations"]
     assert votes and votes[0]["weights"] == [2.0, 1.0]
     assert out["evidence"], "the first hop always retrieves the kept relation's triples"
-    assert 2 <= out["usage"]["llm_calls"] <= 5 and out["usage"]["input_tokens"] > 0
+    assert 2 <= out["usage"]["llm_calls"] <= 7 and out["usage"]["input_tokens"] > 0
     for p in out["paths"]:
         assert verify_path(metaqa, p) and p.start in topics
