@@ -579,6 +579,10 @@ def test_real_local_model_on_metaqa(metaqa, local_llm, factory, strategy):
 
 
 # --------------------------------------------------------------------------- ranked decisions
+#: the agent's steps when it checks Splash's director and finishes
+DIRECTOR_CHAIN = ["RetrieveNode[Splash]", "NeighborCheck[Splash, directed_by]", "Finish[Ron Howard]"]
+
+
 def _agent_scores(text: str, options: list[str]) -> list[float]:
     """A scripted scorer: checking the director, then finishing, is the likeliest."""
     return [5.0 if "directed by of" in o else (4.0 if "Finish[" in o else 0.0) for o in options]
@@ -588,11 +592,7 @@ def test_ranked_agent_takes_only_actions_that_exist():
     llm = FakeChat(logprobs=_agent_scores, tools=False)  # no text replies: any generation would raise
     out = create_graph_agent_graph(KG, llm=llm, calibrate=False).invoke(Q)
     steps = _trace(out, "expand")
-    assert [s["action"] for s in steps] == [
-        "RetrieveNode[Splash]",
-        "NeighborCheck[Splash, directed_by]",
-        "Finish[Ron Howard]",
-    ]
+    assert [s["action"] for s in steps] == DIRECTOR_CHAIN
     assert out["answers"] == ["Ron Howard"]
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
     # RetrieveNode of the one topic entity needs no call; two rankings in all
@@ -625,11 +625,7 @@ def test_a_calibrated_agent_follows_the_relation_the_question_raises():
     steps = _trace(out, "expand")
     # the step prompt with the question taken out ("[Splash]") still favours the starred actors: the
     # question raises the director most; Finish then wins on its own score (4.0 over 0.0)
-    assert [s["action"] for s in steps] == [
-        "RetrieveNode[Splash]",
-        "NeighborCheck[Splash, directed_by]",
-        "Finish[Ron Howard]",
-    ]
+    assert [s["action"] for s in steps] == DIRECTOR_CHAIN
     assert out["answers"] == ["Ron Howard"]
     assert steps[1]["ranking"]["calibrated"] is True and out["usage"]["llm_calls"] == 4
     with pytest.raises(ConfigError, match="calibrate"):
