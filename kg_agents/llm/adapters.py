@@ -38,17 +38,25 @@ __all__ = [
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
-def new_lora(model: Any, *, r: int, alpha: int, dropout: float = 0.05) -> Any:
+def new_lora(model: Any, *, r: int, alpha: int, dropout: float = 0.05, top_layers: int = 0) -> Any:
     """``model`` with a fresh LoRA adapter of rank ``r`` and scale ``alpha`` on its attention projections
-    (q/k/v/o), ready to train (peft)."""
+    (q/k/v/o), ready to train (peft).
+
+    ``top_layers`` > 0 puts the adapter on the last ``top_layers`` decoder layers only: the backward pass
+    then stops there, which roughly halves a training step's time with a third of the layers.
+    """
     from peft import LoraConfig, get_peft_model
 
+    n = int(model.config.num_hidden_layers)
+    if top_layers < 0:
+        raise ConfigError(f"top_layers must be >= 0, got {top_layers}")
     cfg = LoraConfig(
         r=r,
         lora_alpha=alpha,
         lora_dropout=dropout,
         task_type="CAUSAL_LM",
         target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+        layers_to_transform=list(range(max(0, n - top_layers), n)) if 0 < top_layers < n else None,
     )
     return get_peft_model(model, cfg)
 
@@ -73,6 +81,9 @@ def save_adapter(model: Any, folder: str | os.PathLike[str]) -> None:
     """Save a peft ``model``'s adapter to ``folder``, its config naming :data:`BASE_MODEL` instead of this
     machine's cache path (so the folder works on any machine)."""
     model.save_pretrained(str(folder))
+    # peft's generated model card names this machine's cache path and says nothing of the training: the
+    # training record beside the adapter is what describes it
+    (Path(folder) / "README.md").unlink(missing_ok=True)
     path = Path(folder) / "adapter_config.json"
     cfg = json.loads(path.read_text())
     cfg["base_model_name_or_path"] = BASE_MODEL

@@ -36,7 +36,7 @@ from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_directory, atomic_write
 from kg_agents.specialist.teacher import Example, Teacher
 
-__all__ = ["DEFAULT_METHODS", "collect_examples", "train_specialist"]
+__all__ = ["DEFAULT_METHODS", "collect_examples", "rank_loss", "train_specialist"]
 
 #: The methods whose decisions the specialist learns (gcr's general reasoner is left out: its training
 #: run would need the beam decoder for every question; its path generator has its own adapter).
@@ -102,6 +102,66 @@ def _rows(
                 continue
             rows.append((prompt + c, len(prompt)))
     return rows, too_long
+
+
+def _rank_rows(
+    examples: Sequence[Example], tok: Any, max_len: int, max_options: int, seed: int
+) -> tuple[list[tuple[list[int], list[list[int]], list[int]]], int]:
+    """The rows of the ``rank`` objective: ``(prompt ids, option reply ids, indices of the right ones)``
+    per decision, with every right option and a seeded sample of the wrong ones (``max_options`` in all,
+    at least one wrong); decisions whose prompt and longest option exceed ``max_len`` are dropped
+    (counted)."""
+    from kg_agents.llm.ranking import reply_token_ids
+
+    rng = random.Random(seed)
+    rows = []
+    too_long = 0
+    for ex in examples:
+        right = sorted(set(ex.right))
+        wrong = [i for i in range(len(ex.replies)) if i not in right]
+        rng.shuffle(wrong)
+        keep = sorted(right + wrong[: max(1, max_options - len(right))])
+        prompt, conts = reply_token_ids(tok, ex.chat, [ex.replies[i] for i in keep], complete=ex.complete)
+        if len(prompt) + max(len(c) for c in conts) > max_len:
+            too_long += 1
+            continue
+        rows.append((prompt, conts, [keep.index(i) for i in right]))
+    return rows, too_long
+
+
+def rank_loss(model: Any, prompt: list[int], conts: list[list[int]], right: list[int], device: str) -> Any:
+    """The listwise loss of one decision: minus the log of the probability that the model's ranking gives
+    the right options, the options' scores (each reply's summed log-probability, as
+    :func:`kg_agents.llm.ranking.score_local` reads them) taken as a softmax over the options.
+
+    The prompt runs once; the options run as one batch on its cache (the gradient flows through both), so
+    a decision costs its prompt plus its options' tokens, not one prompt per option."""
+    import torch
+
+    out = model(input_ids=torch.tensor([prompt], device=device), use_cache=True, logits_to_keep=1)
+    first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+    cache = out.past_key_values
+    cache.batch_repeat_interleave(len(conts))
+    width = max(len(c) for c in conts)
+    ids = torch.zeros((len(conts), width), dtype=torch.long)
+    mask = torch.zeros((len(conts), width))
+    for r, c in enumerate(conts):
+        ids[r, : len(c)] = torch.tensor(c)
+        mask[r, : len(c)] = 1.0
+    ids, mask = ids.to(device), mask.to(device)
+    logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    # token j of an option is predicted after token j-1 (the first one after the prompt)
+    later = logp[:, :-1].gather(-1, ids[:, 1:, None])[..., 0] * mask[:, 1:]
+    scores = first[ids[:, 0]] + later.sum(dim=1)
+    return torch.logsumexp(scores, 0) - torch.logsumexp(scores[right], 0)
+
+
+def _row_tokens(row: Any) -> int:
+    """Tokens a training row runs: prompt + reply (``lm``), prompt + every option's reply (``rank``)."""
+    if len(row) == 3:
+        return len(row[0]) + sum(len(c) for c in row[1])
+    return len(row[0])
 
 
 def _load_questions(
@@ -190,11 +250,14 @@ def train_specialist(
     max_hops: int = 3,
     max_per_role: int = 400,
     rights_per_decision: int = 3,
+    objective: str = "rank",
+    max_options: int = 8,
     epochs: int = 1,
     lr: float = 3e-4,
     batch_size: int = 8,
     lora_r: int = 16,
     lora_alpha: int = 32,
+    lora_layers: int = 0,
     max_len: int = 1024,
     bf16: bool = False,
     device: str = "cpu",
@@ -215,9 +278,19 @@ def train_specialist(
         max_hops: longest gold path.
         max_per_role: at most this many decisions per (method, role), a seeded sample, so that no role's
             volume drowns the others.
-        rights_per_decision: right replies trained per decision (several gold answers, say).
-        epochs, lr, batch_size: the optimisation (AdamW, cosine schedule with 3% warm-up).
+        rights_per_decision: right replies trained per decision (several gold answers, say; the ``lm``
+            objective).
+        objective: ``rank`` (default): the listwise loss of :func:`rank_loss`, a softmax over each
+            decision's options, which teaches exactly what the ranking reads (the right option above the
+            wrong ones); ``lm``: the language-model loss on the right replies' tokens alone (it raises the
+            right reply, and with it often the wrong ones that share its words).
+        max_options: options per decision in the ``rank`` objective (every right one, then a seeded sample
+            of the wrong ones).
+        epochs, lr, batch_size: the optimisation (AdamW, cosine schedule with 3% warm-up); ``batch_size``
+            rows per step (a row is a right reply for ``lm``, a decision for ``rank``).
         lora_r, lora_alpha: LoRA rank and scale on q/k/v/o.
+        lora_layers: put the adapter on the last this many decoder layers only (0: every layer); the
+            backward pass stops at the lowest adapted layer, so fewer layers train faster.
         max_len: rows longer than this many tokens are dropped (counted).
         bf16: run forward and backward under bfloat16 autocast (faster on CPUs with AMX or AVX512-BF16,
             and on GPUs).
@@ -248,6 +321,12 @@ def train_specialist(
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     if not method_list:
         raise ConfigError("methods= names no method")
+    if objective not in ("rank", "lm"):
+        raise ConfigError(f"objective must be rank or lm, got {objective!r}")
+    if lora_layers < 0:
+        raise ConfigError(f"lora_layers (top_layers) must be >= 0, got {lora_layers}")
+    if max_options < 2:
+        raise ConfigError(f"max_options must be at least 2, got {max_options}")
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
         raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     settings = {
@@ -259,11 +338,14 @@ def train_specialist(
         "max_hops": max_hops,
         "max_per_role": max_per_role,
         "rights_per_decision": rights_per_decision,
+        "objective": objective,
+        "max_options": max_options,
         "epochs": epochs,
         "lr": lr,
         "batch_size": batch_size,
         "lora_r": lora_r,
         "lora_alpha": lora_alpha,
+        "lora_layers": lora_layers,
         "max_len": max_len,
         "bf16": bf16,
         "seed": seed,
@@ -281,7 +363,13 @@ def train_specialist(
 
     kept, counts, data_seconds = _training_decisions(target, settings)
     tok = load_local_tokenizer()
-    rows, too_long = _rows(kept, tok, max_len, rights_per_decision)
+    rows: list[Any]
+    if objective == "rank":
+        decision_rows, too_long = _rank_rows(kept, tok, max_len, max_options, seed)
+        rows = list(decision_rows)
+    else:
+        reply_rows, too_long = _rows(kept, tok, max_len, rights_per_decision)
+        rows = list(reply_rows)
     counts["rows_too_long"] = too_long
     if not rows:
         raise ConfigError("no training example: no decision of these methods has a right option")
@@ -291,13 +379,13 @@ def train_specialist(
     if state is not None:
         model = PeftModel.from_pretrained(base, str(last), is_trainable=True)
     else:
-        model = new_lora(base, r=lora_r, alpha=lora_alpha)
+        model = new_lora(base, r=lora_r, alpha=lora_alpha, top_layers=lora_layers)
     model.to(device)
     model.train()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     per_epoch = math.ceil(len(rows) / batch_size)
     total = epochs * per_epoch
-    tokens = sum(len(ids) for ids, _ in rows)
+    tokens = sum(_row_tokens(r) for r in rows)
     print(
         f"specialist train: {len(kept)} decisions, {len(rows)} rows, {tokens} tokens, {total} steps",
         file=sys.stderr,
@@ -316,10 +404,13 @@ def train_specialist(
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     orders: list[list[int]] = []
     order_rng = random.Random(seed + 1)
-    for _ in range(epochs):  # batches of similar lengths (little padding), in a seeded random order
+    for _ in range(epochs):
         o = list(range(len(rows)))
         order_rng.shuffle(o)
-        o.sort(key=lambda j: len(rows[j][0]))
+        if objective == "lm":  # batches of similar lengths (little padding), in a seeded random order
+            o.sort(key=lambda j: _row_tokens(rows[j]))
+        # (``rank`` runs its decisions one at a time, so nothing is padded: its batches stay mixed, each
+        # holding decisions of several roles, which keeps one role's labels from swinging a step)
         batches = [o[i : i + batch_size] for i in range(0, len(o), batch_size)]
         order_rng.shuffle(batches)
         orders.extend(batches)
@@ -338,12 +429,23 @@ def train_specialist(
     window: list[float] = []
     t_start = time.perf_counter() - train_seconds
     while step < total:
-        input_ids, attn, labels = padded_batch([rows[j] for j in orders[step]], pad)
-        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
-            loss = model(
-                input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
-            ).loss
-        loss.backward()
+        if objective == "rank":  # one decision at a time (each has its own prompt), mean over the batch
+            batch = orders[step]
+            total_loss = 0.0
+            for j in batch:
+                with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+                    prompt, conts, right = rows[j]
+                    one = rank_loss(model, prompt, conts, right, device) / len(batch)
+                one.backward()
+                total_loss += float(one.item())
+            loss = torch.tensor(total_loss)
+        else:
+            input_ids, attn, labels = padded_batch([rows[j] for j in orders[step]], pad)
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+                loss = model(
+                    input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
+                ).loss
+            loss.backward()
         opt.step()
         sched.step()
         opt.zero_grad()

@@ -142,3 +142,77 @@ def test_bad_options_are_config_errors(user_files, tmp_path):
         train_specialist(**{**opts, "device": "tpu"})
     with pytest.raises(ConfigError, match="needs questions"):
         train_specialist(**{**opts, "questions": None})
+
+
+def _base_model():
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
+
+    return (
+        AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32),
+        load_local_tokenizer(),
+    )
+
+
+CHAT = [{"role": "user", "content": "Which relation of Splash answers 'who directed [Splash]'?"}]
+REPLIES = ["[directed_by]", "[starred_actors]", "[release_year]", "[written_by]"]
+
+
+def test_rank_loss_is_the_softmax_over_the_scores_the_ranking_reads():
+    import torch
+
+    from kg_agents.llm.ranking import score_local
+    from kg_agents.specialist.teacher import Example
+    from kg_agents.specialist.train import _rank_rows, rank_loss
+
+    model, tok = _base_model()
+    model.eval()
+    ex = Example("relation", "m", "q", CHAT, REPLIES, [0, 3])
+    (prompt, conts, right), *_ = _rank_rows([ex], tok, 4096, 8, 0)[0]
+    scores, _ = score_local(model, tok, CHAT, REPLIES)
+    logp = torch.log_softmax(torch.tensor(scores), 0)
+    with torch.no_grad():
+        loss = float(rank_loss(model, prompt, conts, right, "cpu"))
+    assert loss == pytest.approx(-float(torch.logsumexp(logp[[0, 3]], 0)), abs=1e-3)
+    # the sample keeps every right option and at least one wrong one
+    (_, conts2, right2), *_ = _rank_rows([ex], tok, 4096, 2, 0)[0]
+    assert len(conts2) == 3 and len(right2) == 2
+
+
+def test_a_rank_step_raises_the_right_option_above_the_others():
+    import torch
+
+    from kg_agents.llm.adapters import new_lora
+    from kg_agents.llm.ranking import score_local
+    from kg_agents.specialist.teacher import Example
+    from kg_agents.specialist.train import _rank_rows, rank_loss
+
+    base, tok = _base_model()
+    model = new_lora(base, r=4, alpha=8, dropout=0.0, top_layers=4)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all(any(f"layers.{i}." in n for i in range(26, 30)) for n in trainable)
+    ex = Example("relation", "m", "q", CHAT, REPLIES, [2])  # wrong on purpose: only training can move it
+    (row,), _ = _rank_rows([ex], tok, 4096, 8, 0)
+    before = score_local(model, tok, CHAT, REPLIES)[0]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-3)
+    for _ in range(8):
+        rank_loss(model, *row, "cpu").backward()
+        opt.step()
+        opt.zero_grad()
+    after = score_local(model, tok, CHAT, REPLIES)[0]
+    assert max(range(4), key=lambda i: after[i]) == 2
+    assert after[2] - max(after[:2] + after[3:]) > before[2] - max(before[:2] + before[3:])
+
+
+def test_objective_options_are_checked(user_files, tmp_path):
+    from kg_agents.specialist.train import train_specialist
+
+    opts = options(user_files, tmp_path / "b")
+    with pytest.raises(ConfigError, match="objective"):
+        train_specialist(**{**opts, "objective": "contrastive"})
+    with pytest.raises(ConfigError, match="max_options"):
+        train_specialist(**{**opts, "max_options": 1})
+    with pytest.raises(ConfigError, match="lora_layers"):
+        train_specialist(**{**opts, "lora_layers": -1})
