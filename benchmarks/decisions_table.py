@@ -15,8 +15,9 @@ Make the runs with
 
     python benchmarks/decisions_table.py runs/decide/*
 
-Prints a markdown table: method, dataset, hops, model (``--model``), route, n, Hits@1 and F1 (exact),
-Hits@1 (contains), grounded answers, faithful paths, LLM calls and seconds per question.
+Prints a markdown table: method, dataset, hops, model (the one the graph ran: ``model_used``, else
+``--model``), route, n, Hits@1 and F1 (exact),
+Hits@1 (contains), grounded answers, faithful paths, LLM calls, input tokens and seconds per question.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from kg_agents.eval.runner import read_predictions
 
 HEAD = (
     "| method | dataset | hops | model | route | n | Hits@1 exact | F1 exact | Hits@1 contains "
-    "| grounded answers | faithful paths | LLM calls | s/question |"
+    "| grounded answers | faithful paths | LLM calls | input tokens | s/question |"
 )
 
 
@@ -46,7 +47,7 @@ def row(run: Path) -> tuple[tuple[str, str, int, str, str], str] | None:
     dataset = str(info["dataset"])
     found = re.search(r"(\d)h", dataset)
     hops = int(found.group(1)) if found else 0
-    model = str(info.get("model") or "local")
+    model = str(info.get("model_used") or info.get("model") or "local")  # the model the graph really ran
     recs = list(read_predictions(run / "predictions.jsonl").values())
     if not recs:
         return None
@@ -71,7 +72,8 @@ def row(run: Path) -> tuple[tuple[str, str, int, str, str], str] | None:
         f"| {info['method']} | {dataset.split('-')[0]} | {hops} | {model} | {route} | {len(recs)} "
         f"| {h1:.3f} | {f1:.3f} | {c1:.3f} "
         f"| {fmt(summary.get('grounded_answer_ratio'))} | {fmt(summary.get('faithful_path_ratio'))} "
-        f"| {fmt(summary.get('avg_llm_calls'))} | {fmt(summary.get('avg_seconds'))} |"
+        f"| {fmt(summary.get('avg_llm_calls'))} | {fmt(summary.get('avg_input_tokens'))} "
+        f"| {fmt(summary.get('avg_seconds'))} |"
     )
     return (str(info["method"]), dataset, hops, model, route), text
 

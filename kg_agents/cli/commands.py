@@ -156,6 +156,21 @@ class MethodSetup:
             options["llm"] = self._model
         return get_method(self.name).load()(kg, **options)
 
+    def model_used(self, kg: Any) -> str | None:
+        """The name of the chat model the graph over ``kg`` runs (None: the method uses none): the
+        embedded model's name with the specialist adapter where the method's ``adapter`` option gives it
+        one (``SmolLM2-135M-Instruct+metaqa`` on MetaQA by default)."""
+        from kg_agents.core.models import default_llm
+        from kg_agents.core.registry import get_method
+        from kg_agents.options import keyword_options
+
+        if self.model_spec is None:
+            return None
+        model = self._model or resolve_model(self.model_spec, **self.model_options)
+        if "adapter" in keyword_options(get_method(self.name).load()):
+            model = default_llm(model, kg=kg, adapter=self.factory_options.get("adapter", "auto"))
+        return str(getattr(model, "model_name", type(model).__name__))
+
     def context(self, graph: Any) -> Any:
         """The per-run context from the settings that are not factory options (None when none)."""
         from kg_agents.core.registry import get_method
@@ -382,6 +397,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "split": split,
         "seed": args.seed,
         "model": model,
+        "model_used": setup.model_used(kg0),
         "options": sorted(args.set or []),
         "kg": kg_spec,
     }

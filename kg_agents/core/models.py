@@ -1,19 +1,137 @@
-"""The chat model a graph uses: ``llm=None`` means the embedded local model, in every method."""
+"""The chat model a graph uses: ``llm=None`` means the embedded local model, in every method.
+
+On the MetaQA graph the embedded model runs with the bundled specialist adapter (LoRA trained by
+``kg-agents train specialist`` on MetaQA's dev-train questions to rank every decision the methods ask of it);
+``adapter="none"`` gives the zero-shot model, ``adapter=DIR`` an adapter of your own.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from kg_agents.errors import ConfigError
 from kg_agents.llm import resolve_chat_model
 
-__all__ = ["default_llm"]
+__all__ = [
+    "ADAPTER_FORMS",
+    "BUNDLED_SPECIALIST",
+    "check_adapter",
+    "default_calibrate",
+    "default_llm",
+    "runs_adapter",
+    "specialist_for",
+]
+
+#: The specialist adapter shipped in the package (MetaQA dev-train; its record is ``specialist_train.json``).
+BUNDLED_SPECIALIST = Path(__file__).resolve().parent.parent / "specialist" / "checkpoints" / "metaqa"
+
+ADAPTER_FORMS = (
+    "'auto' (the bundled specialist on the MetaQA graph with the embedded model, else none), "
+    "'specialist' (the bundled MetaQA specialist), 'none' (the zero-shot embedded model), "
+    "or a folder holding a LoRA adapter from `kg-agents train specialist`"
+)
 
 
-def default_llm(llm: Any) -> Any:
+def check_adapter(adapter: Any) -> str:
+    """``adapter`` checked: a string of :data:`ADAPTER_FORMS` (a folder must hold an adapter)."""
+    if not isinstance(adapter, str) or not adapter.strip():
+        raise ConfigError(f"adapter must be one of {ADAPTER_FORMS}, got {adapter!r}")
+    if adapter in ("auto", "none", "specialist"):
+        return adapter
+    from kg_agents.llm.adapters import adapter_folder
+
+    adapter_folder(adapter)  # ConfigError naming the command that writes one
+    return adapter
+
+
+def is_metaqa(kg: Any) -> bool:
+    """Whether ``kg`` is the MetaQA graph the bundled specialist was trained on: the bundled graph
+    (``open_kg("metaqa")``) or an endpoint opened with the ``metaqa`` profile."""
+    base = getattr(kg, "inner", kg)  # a metered wrapper
+    if getattr(base, "name", None) == "metaqa":
+        return True
+    profile = getattr(base, "profile", None)
+    return getattr(profile, "name", None) == "metaqa"
+
+
+def specialist_for(kg: Any, adapter: str = "auto") -> str | None:
+    """The adapter folder the embedded model runs with for ``adapter`` on ``kg`` (None: zero-shot)."""
+    adapter = check_adapter(adapter)
+    if adapter == "none":
+        return None
+    if adapter == "auto":
+        if not is_metaqa(kg) or not (BUNDLED_SPECIALIST / "adapter_config.json").is_file():
+            return None
+        return str(BUNDLED_SPECIALIST)
+    if adapter == "specialist":
+        if not (BUNDLED_SPECIALIST / "adapter_config.json").is_file():
+            raise ConfigError(f"no bundled specialist adapter at {BUNDLED_SPECIALIST}")
+        return str(BUNDLED_SPECIALIST)
+    return adapter
+
+
+#: The embedded model's settings carried over when it is given the specialist adapter.
+_LOCAL_SETTINGS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stop",
+    "timeout",
+    "max_retries",
+    "streaming",
+    "seed",
+    "batch_size",
+    "batch_window",
+    "dtype",
+)
+
+
+def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto") -> Any:
     """The chat model a graph uses: ``llm`` itself, a ``resolve_chat_model`` spec resolved
-    (``"local"``, ``"openai:<model>"``), or the embedded local model when None."""
-    if llm is None:
-        return resolve_chat_model("local")
-    if isinstance(llm, str):
-        return resolve_chat_model(llm)
-    return llm
+    (``"local"``, ``"openai:<model>"``), or the embedded local model when None.
+
+    The embedded model (``None``, ``"local"``, or a ``LocalChatModel`` of the bundled weights, whatever its
+    settings) runs with the adapter that ``adapter`` names for ``kg`` (see :func:`specialist_for`): on the
+    MetaQA graph, ``auto`` gives it the bundled specialist, with the same settings (``max_tokens``, ...).
+    Any other model is used as it is.
+
+    Raises:
+        ConfigError: a bad ``adapter``, or an adapter other than ``auto``/``none`` with a model that is not
+            the embedded one (an adapter is trained for the embedded model).
+    """
+    from kg_agents.llm.chat import LocalChatModel
+
+    model = resolve_chat_model("local" if llm is None else llm) if isinstance(llm, (str, type(None))) else llm
+    embedded = isinstance(model, LocalChatModel) and model.model_path is None
+    if not embedded:
+        if check_adapter(adapter) not in ("auto", "none"):
+            raise ConfigError(
+                f"adapter={adapter!r} is for the embedded model, not "
+                f"{getattr(model, 'model_name', model)!r}; leave llm unset (or 'local') to use it"
+            )
+        return model
+    folder = specialist_for(kg, adapter)
+    if folder is None:
+        return model
+    settings = {k: getattr(model, k) for k in _LOCAL_SETTINGS}
+    return resolve_chat_model(f"local:{folder}", **settings)
+
+
+def runs_adapter(model: Any) -> bool:
+    """Whether ``model`` is the embedded model with a LoRA adapter merged (``local:DIR`` with an adapter
+    folder, or what :func:`default_llm` gives on MetaQA): ``resolve_chat_model`` names such a model
+    ``SmolLM2-135M-Instruct+<folder>``."""
+    from kg_agents.llm.chat import LocalChatModel
+
+    return isinstance(model, LocalChatModel) and str(model.model_name).startswith("SmolLM2-135M-Instruct+")
+
+
+def default_calibrate(calibrate: bool | None, model: Any) -> bool:
+    """A method's ``calibrate`` option resolved: as given, or, when None (the default), on for every model
+    but a specialist adapter. A specialist was trained on the plain scores of its decisions; taking the
+    topic-only prompt's scores from them undoes part of what it learnt (knowledge_navigator at 1 hop, 40
+    dev-validation questions: 0.800 plain against 0.725 calibrated, see docs/results.md)."""
+    if calibrate is None:
+        return not runs_adapter(model)
+    return calibrate

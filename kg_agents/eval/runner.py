@@ -80,6 +80,10 @@ REPORT = "report.md"
 CHART = "metrics.png"
 RUN_INFO = "run.json"
 _RUN_KEYS = ("method", "dataset", "split", "seed", "model", "options", "kg")
+#: Also written to ``run.json``: the chat model the graph really ran (``--model local`` is the embedded
+#: model with the specialist adapter on MetaQA), compared on a rerun when the earlier run recorded it
+#: (older runs did not); and the package version, for the record only.
+_RUN_EXTRA_KEYS = ("model_used",)
 
 
 def gold_sets(q: Any) -> list[list[str]]:
@@ -175,21 +179,26 @@ def repair_predictions(path: str | Path) -> int:
 
 def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
     """Write ``run.json``, or check that an existing one describes the same run."""
+    from kg_agents import __version__
+
     path = out_dir / RUN_INFO
     mine = {k: info.get(k) for k in _RUN_KEYS}
+    extra = {"version": __version__, **{k: info[k] for k in _RUN_EXTRA_KEYS if k in info}}
     if path.is_file():
         try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-            old = {k: old.get(k) for k in _RUN_KEYS}
-        except (json.JSONDecodeError, AttributeError) as exc:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            old = {k: saved.get(k) for k in _RUN_KEYS}
+            old.update({k: saved[k] for k in _RUN_EXTRA_KEYS if k in saved and k in info})
+        except (json.JSONDecodeError, AttributeError, TypeError) as exc:
             raise DataFormatError(
                 str(path), None, f"not a run description ({exc}); remove it, or use another --out directory"
             ) from exc
-        if old != mine:
-            diff = {k: (old[k], mine[k]) for k in _RUN_KEYS if old[k] != mine[k]}
+        ours = {**mine, **{k: info[k] for k in _RUN_EXTRA_KEYS if k in old}}
+        if old != ours:
+            diff = {k: (old[k], ours[k]) for k in old if old[k] != ours[k]}
             raise ConfigError(f"{out_dir} holds another run (differs in {diff}); use another --out directory")
     else:
-        atomic_write(path, json.dumps(mine, indent=2) + "\n")
+        atomic_write(path, json.dumps({**mine, **extra}, indent=2) + "\n")
 
 
 def grounded_count(kg: Any, answers: Sequence[str], paths: Sequence[KGPath]) -> int:

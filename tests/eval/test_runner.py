@@ -280,3 +280,21 @@ def test_endpoint_down_for_every_question_stops_the_run(tmp_path, kg):
     assert len(read_predictions(tmp_path / "predictions.jsonl")) == 2
     with pytest.raises(ConfigError):
         _run(QUESTIONS, tmp_path, llm, kg, max_endpoint_failures=0)
+
+
+def test_run_json_records_the_model_used_and_a_rerun_with_another_is_refused(tmp_path):
+    from kg_agents import __version__
+    from kg_agents.eval.runner import _RUN_KEYS, check_run_info
+
+    used = "SmolLM2-135M-Instruct+metaqa"
+    info = {"method": "graph_rag", "dataset": "d", "model": "local", "model_used": used}
+    check_run_info(tmp_path, info)
+    saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert saved["model_used"] == "SmolLM2-135M-Instruct+metaqa" and saved["version"] == __version__
+    check_run_info(tmp_path, info)  # the same run resumes
+    with pytest.raises(ConfigError, match="model_used"):
+        check_run_info(tmp_path, {**info, "model_used": "smollm2-135m-instruct"})  # --set adapter=none
+    older = tmp_path / "older"  # a run written before run.json recorded the model used still resumes
+    older.mkdir()
+    (older / "run.json").write_text(json.dumps({k: info.get(k) for k in _RUN_KEYS}), encoding="utf-8")
+    check_run_info(older, info)

@@ -151,6 +151,7 @@ def create_graph_rag_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
+    adapter: str = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -165,6 +166,9 @@ def create_graph_rag_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model (default: the embedded local model).
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: templates overriding the bundled ones by name: ``rag``
             (``kg_agents/methods/baselines/prompts/rag.txt``).
         checkpointer: a LangGraph checkpointer.
@@ -191,7 +195,7 @@ def create_graph_rag_graph(
     mkg = MeteredKG(kg)
     deps = GraphRAGDeps(
         kg=mkg,
-        model=default_llm(llm),
+        model=default_llm(llm, kg=kg, adapter=adapter),
         template=template,
         fanout_limit=fanout_limit,
         candidate_text=candidate_text,
@@ -241,6 +245,7 @@ def create_text_rag_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
+    adapter: str = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -269,6 +274,9 @@ def create_text_rag_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model (default: the embedded local model).
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: templates overriding the bundled ones by name: ``rag``
             (``kg_agents/methods/baselines/prompts/rag.txt``).
         checkpointer: a LangGraph checkpointer.
@@ -306,7 +314,7 @@ def create_text_rag_graph(
     mkg = MeteredKG(kg)
     deps = TextRAGDeps(
         kg=mkg,
-        model=default_llm(llm),
+        model=default_llm(llm, kg=kg, adapter=adapter),
         template=template,
         embeddings=TripleEmbeddings(encoder, index_dir=index_dir),
         scope=scope,

@@ -31,7 +31,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.decide import Decide, check_decide
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm
+from kg_agents.core.models import check_adapter, default_llm
 from kg_agents.core.nodes import make_link_entities_node
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
@@ -106,6 +106,7 @@ def create_dualr_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
+    adapter: str = "auto",
     answer_with: Literal["llm", "gnn"] = "llm",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpoint: str | None = None,
@@ -128,6 +129,9 @@ def create_dualr_graph(
         llm: a LangChain chat model, a model spec for ``resolve_chat_model`` (``"local"``,
             ``"openai:<model>"``), or None for the embedded local model. Not used (not even resolved)
             with ``answer_with="gnn"``.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
         answer_with: ``"llm"``: the LLM picks among the reference answers (one call per question);
             ``"gnn"``: the explorer's most probable candidates are the answers (the paper's w.o. AD).
         prompts: bundled prompts overridden by name (``answer``): template text, a file path or a
@@ -157,6 +161,7 @@ def create_dualr_graph(
     check_decide(decide)
     if num_candidates < 1 or num_candidates > len(LABELS):
         raise ConfigError(f"num_candidates must be in 1..{len(LABELS)}, got {num_candidates}")
+    check_adapter(adapter)
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
     model = DualRExplorer.load(checkpoint or DEFAULT_CHECKPOINT)
     if layers is not None and not 1 <= layers <= model.config.layers:
@@ -174,7 +179,7 @@ def create_dualr_graph(
             decide=decide,
         ),
         answer_with=answer_with,
-        llm=default_llm(llm) if answer_with == "llm" else None,
+        llm=default_llm(llm, kg=kg, adapter=adapter) if answer_with == "llm" else None,
     )
 
     g = StateGraph(

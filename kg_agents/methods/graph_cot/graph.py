@@ -72,7 +72,7 @@ from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm
+from kg_agents.core.models import default_calibrate, default_llm
 from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
 from kg_agents.errors import ConfigError
@@ -165,6 +165,7 @@ def create_graph_agent_graph(
     kg: KnowledgeGraph,
     *,
     llm: BaseChatModel | str | None = None,
+    adapter: str = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -180,7 +181,7 @@ def create_graph_agent_graph(
     max_context_triples: int = 40,
     temperature: float | None = 0.7,
     decide: Decide = "rank",
-    calibrate: bool = True,
+    calibrate: bool | None = None,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -188,6 +189,9 @@ def create_graph_agent_graph(
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec (``"local"``, ``"openai:<model>"``); None: the
             embedded local model.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: overrides of the bundled prompts by name (``agent_step``, ``agent_tools``,
             ``select_vote``, ``score_vote``, ``merge``, ``final_answer``): template text, file path or
             template; an unknown name is a ``ConfigError``.
@@ -217,7 +221,8 @@ def create_graph_agent_graph(
             its log-probability (its score after the step prompt less its score after the same prompt
             whose question is only the topic entities; see :func:`kg_agents.core.decide.rank`), with
             ``Finish`` competing on its own score; two LLM calls a step instead of one. False: the
-            plain log-probabilities.
+            plain log-probabilities. None (default): on, except for a specialist adapter (the default
+            on MetaQA), which was trained on the plain scores.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -236,8 +241,9 @@ def create_graph_agent_graph(
     defaults = GraphCoTContext(strategy, evaluator, k, t, depth, max_steps, search_depth=0, decide=decide)
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     mkg = MeteredKG(kg)
+    model = default_llm(llm, kg=kg, adapter=adapter)
     agent = AgentInteraction(
-        default_llm(llm),
+        model,
         mkg,
         KGToolbox(mkg, index, max_neighbors=max_neighbors),
         load_prompts(prompts, AGENT_PROMPTS),
@@ -245,7 +251,7 @@ def create_graph_agent_graph(
         temperature,
         action_mode=action_mode,
         max_actions=max_actions,
-        calibrate=calibrate,
+        calibrate=default_calibrate(calibrate, model),
     )
     return build_graph(GraphCoTDeps(agent, defaults, index), checkpointer=checkpointer)
 
@@ -254,6 +260,7 @@ def create_graph_explore_graph(
     kg: KnowledgeGraph,
     *,
     llm: BaseChatModel | str | None = None,
+    adapter: str = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -277,6 +284,9 @@ def create_graph_explore_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec; None: the embedded local model.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: overrides of the bundled prompts by name (``explore_thought``, ``explore_extract``,
             ``explore_prune_relations``, ``explore_prune_entities``, ``explore_end``, ``select_vote``,
             ``score_vote``, ``merge``, ``final_answer``); an unknown name is a ``ConfigError``.
@@ -317,7 +327,7 @@ def create_graph_explore_graph(
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
     mkg = MeteredKG(kg)
     explorer = ExploreInteraction(
-        default_llm(llm),
+        default_llm(llm, kg=kg, adapter=adapter),
         mkg,
         KGToolbox(mkg, index),
         load_prompts(prompts, EXPLORE_PROMPTS),

@@ -51,7 +51,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.decide import Decide
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm
+from kg_agents.core.models import default_calibrate, default_llm
 from kg_agents.core.nodes import make_link_entities_node
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
@@ -120,7 +120,9 @@ class KnowledgeNavigatorContext:
             share of the best one's.
         calibrate: ranked relation choice scores each relation by how much the question raises its
             log-probability: its score less its score when the question is only the entity's name
-            (see :func:`kg_agents.core.decide.rank`). Two LLM calls per ranking instead of one.
+            (see :func:`kg_agents.core.decide.rank`). Two LLM calls per ranking instead of one. The
+            factory's default (None) is on, except for a specialist adapter (the default on MetaQA),
+            which was trained on the plain scores.
     """
 
     hops: int | None = None
@@ -167,6 +169,7 @@ def create_knowledge_navigator_graph(
     kg: KnowledgeGraph,
     *,
     llm: Any = None,
+    adapter: str = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     index: Any = None,
     hop_classifier: Any = None,
@@ -191,7 +194,7 @@ def create_knowledge_navigator_graph(
     answer_max_tokens: int = 160,
     decide: Decide = "rank",
     answer_ratio: float = 0.5,
-    calibrate: bool = True,
+    calibrate: bool | None = None,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -204,6 +207,9 @@ def create_knowledge_navigator_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model, a ``resolve_chat_model`` spec, or None for the embedded local model.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: bundled prompts overridden by name (``similar_questions``, ``select_relations``,
             ``reason``, ``reason_fewshot``): template text, a file path or a ``ChatPromptTemplate``.
         index: an ``EntityIndex`` for linking (built on first need when None).
@@ -245,6 +251,7 @@ def create_knowledge_navigator_graph(
         raise ConfigError("fanout_limit must be at least 1")
     if grouping not in ("candidates", "hop", "none"):
         raise ConfigError(f"unknown grouping {grouping!r}; valid: candidates, hop, none")
+    model = default_llm(llm, kg=kg, adapter=adapter)
     defaults = KnowledgeNavigatorContext(
         hops=hops,
         max_hops=max_hops,
@@ -265,7 +272,7 @@ def create_knowledge_navigator_graph(
         answer_max_tokens=answer_max_tokens,
         decide=decide,
         answer_ratio=answer_ratio,
-        calibrate=calibrate,
+        calibrate=default_calibrate(calibrate, model),
     )
     bad = check_context(defaults)
     if bad:
@@ -283,7 +290,7 @@ def create_knowledge_navigator_graph(
     mkg = MeteredKG(kg)
     deps = KnowledgeNavigatorDeps(
         kg=mkg,
-        llm=default_llm(llm),
+        llm=model,
         prompts=templates,
         defaults=defaults,
         hop_classifier=hop_classifier,

@@ -1,0 +1,68 @@
+"""Which chat model a graph runs: the embedded model with the bundled specialist on MetaQA
+(``adapter="auto"``), zero-shot elsewhere or with ``adapter="none"``, a user's own model as it is; bad
+adapters are ConfigErrors."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_agents.core.metering import MeteredKG
+from kg_agents.core.models import BUNDLED_SPECIALIST, check_adapter, default_llm, is_metaqa, specialist_for
+from kg_agents.core.registry import create_graph
+from kg_agents.errors import ConfigError
+from kg_agents.kg import MemoryKG
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.fakes import FakeChat
+
+ADAPTER_METHODS = ["knowledge_navigator", "graph_agent", "graph_explore", "graph_rag", "text_rag", "dualr"]
+
+
+def test_the_metaqa_graph_is_recognised_by_name_or_profile():
+    assert is_metaqa(MemoryKG(CONTRACT_TRIPLES, name="metaqa"))
+    assert is_metaqa(MeteredKG(MemoryKG(CONTRACT_TRIPLES, name="metaqa")))
+    assert not is_metaqa(MemoryKG(CONTRACT_TRIPLES))
+
+
+def test_auto_picks_the_bundled_specialist_on_metaqa_only():
+    assert (BUNDLED_SPECIALIST / "adapter_config.json").is_file()
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES, name="metaqa")) == str(BUNDLED_SPECIALIST)
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES)) is None
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES, name="metaqa"), "none") is None
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist") == str(BUNDLED_SPECIALIST)
+
+
+@pytest.mark.parametrize("bad", ["", "bogus-folder", 3, None])
+def test_a_bad_adapter_is_a_config_error(bad):
+    with pytest.raises(ConfigError, match="adapter"):
+        check_adapter(bad)
+
+
+def test_a_folder_without_an_adapter_names_the_command_that_writes_one(tmp_path):
+    with pytest.raises(ConfigError, match="kg-agents train specialist"):
+        check_adapter(str(tmp_path))
+
+
+def test_your_own_model_is_used_as_it_is_and_takes_no_adapter():
+    chat = FakeChat()
+    kg = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
+    assert default_llm(chat, kg=kg) is chat
+    assert default_llm(chat, kg=kg, adapter="none") is chat
+    with pytest.raises(ConfigError, match="is for the embedded model"):
+        default_llm(chat, kg=kg, adapter="specialist")
+
+
+@pytest.mark.parametrize("method", ADAPTER_METHODS)
+def test_every_factory_checks_its_adapter_when_built(method):
+    with pytest.raises(ConfigError, match="adapter"):
+        create_graph(method, MemoryKG(CONTRACT_TRIPLES), llm=FakeChat(), adapter="nowhere")
+
+
+def test_calibration_is_on_by_default_except_for_a_specialist_adapter():
+    from kg_agents.core.models import default_calibrate, runs_adapter
+    from kg_agents.llm.chat import LocalChatModel
+
+    specialist = LocalChatModel(model="SmolLM2-135M-Instruct+metaqa")
+    assert runs_adapter(specialist) and not runs_adapter(LocalChatModel()) and not runs_adapter(FakeChat())
+    assert default_calibrate(None, FakeChat()) is True and default_calibrate(None, LocalChatModel()) is True
+    assert default_calibrate(None, specialist) is False
+    assert default_calibrate(True, specialist) is True and default_calibrate(False, FakeChat()) is False

@@ -1,0 +1,48 @@
+"""The shipped specialist adapter: the default of the embedded model on MetaQA, one question through every
+method that uses it, and the zero-shot model one option away (``adapter="none"``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kg_agents.core.models import BUNDLED_SPECIALIST, default_llm
+from kg_agents.core.registry import create_graph
+from kg_agents.kg import open_kg
+from kg_agents.kg.base import verify_path
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+METHODS = ["knowledge_navigator", "graph_agent", "graph_explore", "graph_rag", "text_rag", "dualr"]
+
+
+@pytest.fixture(scope="module")
+def metaqa():
+    return open_kg("metaqa")
+
+
+def test_the_shipped_adapter_carries_its_training_record():
+    record = json.loads((BUNDLED_SPECIALIST / "specialist_train.json").read_text(encoding="utf-8"))
+    assert record["objective"] == "rank" and record["split"] == "train"
+    assert record["loss_curve"] and record["decisions_per_role"]
+    size = sum(f.stat().st_size for f in BUNDLED_SPECIALIST.glob("adapter_model.*"))
+    assert 0 < size < 10_000_000 and record["adapter_bytes"] == size
+
+
+def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_request(metaqa):
+    assert default_llm(None, kg=metaqa).model_name == "SmolLM2-135M-Instruct+metaqa"
+    assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
+    assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_question_through_each_method_on_the_shipped_adapter(method, metaqa):
+    graph = create_graph(method, metaqa)  # llm=None, adapter="auto": the bundled specialist
+    out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert not out.get("errors"), out.get("errors")
+    assert out["answers"] and out["usage"]["llm_calls"] >= 1
+    # an answer is a neighbour of Splash reached by a returned, verified path
+    assert out["answers"][0] in {metaqa.label(t.other("Splash")) for t in metaqa.neighbors("Splash", direction="both")}
+    ends = {metaqa.label(p.end) for p in out["paths"]}
+    assert set(out["answers"]) <= ends and all(verify_path(metaqa, p) for p in out["paths"])
