@@ -36,9 +36,16 @@ def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_reque
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
 
 
+def test_every_method_but_the_agent_defaults_to_the_specialist_on_metaqa():
+    from kg_agents.core.registry import get_method
+
+    defaults = {m: get_method(m).options()["adapter"].default for m in METHODS}
+    assert defaults == {**dict.fromkeys(METHODS, "auto"), "graph_agent": "none"}
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_one_question_through_each_method_on_the_shipped_adapter(method, metaqa):
-    graph = create_graph(method, metaqa)  # llm=None, adapter="auto": the bundled specialist
+    graph = create_graph(method, metaqa, adapter="specialist")  # llm=None: the embedded model, adapted
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert not out.get("errors"), out.get("errors")
     assert out["answers"] and out["usage"]["llm_calls"] >= 1
