@@ -58,17 +58,15 @@ def is_metaqa(kg: Any) -> bool:
 def specialist_for(kg: Any, adapter: str = "auto") -> str | None:
     """The adapter folder the embedded model runs with for ``adapter`` on ``kg`` (None: zero-shot)."""
     adapter = check_adapter(adapter)
-    if adapter == "none":
+    if adapter == "none" or (adapter == "auto" and not is_metaqa(kg)):
         return None
-    if adapter == "auto":
-        if not is_metaqa(kg) or not (BUNDLED_SPECIALIST / "adapter_config.json").is_file():
+    if adapter not in ("auto", "specialist"):
+        return adapter
+    if not (BUNDLED_SPECIALIST / "adapter_config.json").is_file():
+        if adapter == "auto":
             return None
-        return str(BUNDLED_SPECIALIST)
-    if adapter == "specialist":
-        if not (BUNDLED_SPECIALIST / "adapter_config.json").is_file():
-            raise ConfigError(f"no bundled specialist adapter at {BUNDLED_SPECIALIST}")
-        return str(BUNDLED_SPECIALIST)
-    return adapter
+        raise ConfigError(f"no bundled specialist adapter at {BUNDLED_SPECIALIST}")
+    return str(BUNDLED_SPECIALIST)
 
 
 #: The embedded model's settings carried over when it is given the specialist adapter.
@@ -122,9 +120,10 @@ def runs_adapter(model: Any) -> bool:
     """Whether ``model`` is the embedded model with a LoRA adapter merged (``local:DIR`` with an adapter
     folder, or what :func:`default_llm` gives on MetaQA): ``resolve_chat_model`` names such a model
     ``SmolLM2-135M-Instruct+<folder>``."""
+    from kg_agents.llm.adapters import ADAPTED_PREFIX
     from kg_agents.llm.chat import LocalChatModel
 
-    return isinstance(model, LocalChatModel) and str(model.model_name).startswith("SmolLM2-135M-Instruct+")
+    return isinstance(model, LocalChatModel) and str(model.model_name).startswith(ADAPTED_PREFIX)
 
 
 def default_calibrate(calibrate: bool | None, model: Any) -> bool:

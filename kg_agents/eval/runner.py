@@ -182,23 +182,21 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
     from kg_agents import __version__
 
     path = out_dir / RUN_INFO
-    mine = {k: info.get(k) for k in _RUN_KEYS}
-    extra = {"version": __version__, **{k: info[k] for k in _RUN_EXTRA_KEYS if k in info}}
     if path.is_file():
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
-            old = {k: saved.get(k) for k in _RUN_KEYS}
-            old.update({k: saved[k] for k in _RUN_EXTRA_KEYS if k in saved and k in info})
+            keys = (*_RUN_KEYS, *(k for k in _RUN_EXTRA_KEYS if k in saved and k in info))
+            old = {k: saved.get(k) for k in keys}
         except (json.JSONDecodeError, AttributeError, TypeError) as exc:
             raise DataFormatError(
                 str(path), None, f"not a run description ({exc}); remove it, or use another --out directory"
             ) from exc
-        ours = {**mine, **{k: info[k] for k in _RUN_EXTRA_KEYS if k in old}}
-        if old != ours:
-            diff = {k: (old[k], ours[k]) for k in old if old[k] != ours[k]}
+        diff = {k: (old[k], info.get(k)) for k in keys if old[k] != info.get(k)}
+        if diff:
             raise ConfigError(f"{out_dir} holds another run (differs in {diff}); use another --out directory")
     else:
-        atomic_write(path, json.dumps({**mine, **extra}, indent=2) + "\n")
+        record = {k: info.get(k) for k in _RUN_KEYS} | {k: info[k] for k in _RUN_EXTRA_KEYS if k in info}
+        atomic_write(path, json.dumps({**record, "version": __version__}, indent=2) + "\n")
 
 
 def grounded_count(kg: Any, answers: Sequence[str], paths: Sequence[KGPath]) -> int:

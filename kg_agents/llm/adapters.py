@@ -25,6 +25,7 @@ from typing import Any
 from kg_agents.errors import ConfigError, ModelError
 
 __all__ = [
+    "ADAPTED_PREFIX",
     "BASE_MODEL",
     "adapter_folder",
     "is_adapter_dir",
@@ -36,6 +37,9 @@ __all__ = [
 
 #: The model the adapters are trained on (named in ``adapter_config.json`` instead of a cache path).
 BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+#: The display name of the embedded model with an adapter merged starts with this, then the adapter's
+#: folder name (``resolve_chat_model("local:DIR")``).
+ADAPTED_PREFIX = "SmolLM2-135M-Instruct+"
 
 
 def new_lora(model: Any, *, r: int, alpha: int, dropout: float = 0.05, top_layers: int = 0) -> Any:

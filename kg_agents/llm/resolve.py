@@ -161,10 +161,10 @@ def resolve_chat_model(
             raise ConfigError(f"no model directory at {path!r} (spec {spec!r})")
         named = None
         if path is not None:
-            from kg_agents.llm.adapters import is_adapter_dir, merged_model_dir
+            from kg_agents.llm.adapters import ADAPTED_PREFIX, is_adapter_dir, merged_model_dir
 
             if is_adapter_dir(path):
-                named = "SmolLM2-135M-Instruct+" + os.path.basename(os.path.normpath(path))
+                named = ADAPTED_PREFIX + os.path.basename(os.path.normpath(path))
                 path = str(merged_model_dir(path))
         key = ("local", path, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
         with _CACHE_LOCK:
