@@ -91,6 +91,7 @@ def test_train_on_your_own_kg_interrupted_and_resumed(user_files, tmp_path, monk
     assert info["decisions_per_role"]["graph_rag/answer:kept"] >= 1
     assert info["counts"]["questions"] == len(split_indices(len(QUESTIONS), "train"))  # seeded train split
     assert is_adapter_dir(out) and not (out / "last").exists()
+    assert not (out / "README.md").exists()  # peft's model card (this machine's cache path) is not kept
     record = json.loads((out / "specialist_train.json").read_text())
     assert record["steps"] == info["steps"] and record["adapter_bytes"] > 0
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"].startswith(
