@@ -191,6 +191,7 @@ DATA_SETTINGS = (
     "questions",
     "max_hops",
     "max_per_role",
+    "role_limits",
     "seed",
     "split",
     "data_version",
@@ -200,12 +201,36 @@ DATA_SETTINGS = (
 DATA_VERSION = 2
 
 
+def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
+    """``"graph_explore/end=700,graph_agent/action=500"`` as a dict; a malformed entry, a method not
+    trained or a negative limit is a :class:`ConfigError`."""
+    limits: dict[str, int] = {}
+    for item in (x.strip() for x in str(spec or "").split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        method, slash, role = key.strip().partition("/")
+        try:
+            n = int(value)
+        except ValueError:
+            n = -1
+        if not sep or not slash or not role.strip() or n < 0:
+            raise ConfigError(f"role_limits entries are METHOD/ROLE=N (N >= 0), got {item!r}")
+        if method.strip() not in methods:
+            raise ConfigError(
+                f"role_limits names {method.strip()!r}, which is not in methods={','.join(methods)}"
+            )
+        limits[f"{method.strip()}/{role.strip()}"] = n
+    return limits
+
+
 def _training_decisions(
     target: FsPath, settings: dict[str, Any]
 ) -> tuple[list[Example], Counter[str], float]:
     """The decisions to train on, their counts and the seconds it took to collect them: read from
     ``target/decisions.json`` when an earlier run with the same data settings wrote it, else collected
-    with the teacher (a seeded sample of at most ``max_per_role`` per method and role) and written there."""
+    with the teacher (a seeded sample of at most ``max_per_role`` per method and role, or the role's own
+    limit in ``role_limits``) and written there."""
     wanted = {k: settings[k] for k in DATA_SETTINGS}
     cache = target / "decisions.json"
     if cache.is_file():
@@ -226,8 +251,9 @@ def _training_decisions(
     for key in sorted(by_key):
         group = by_key[key]
         rng.shuffle(group)
-        kept.extend(group[: settings["max_per_role"]])
-        counts[f"{key[0]}/{key[1]}:kept"] = len(group[: settings["max_per_role"]])
+        cap = settings["role_limits"].get(f"{key[0]}/{key[1]}", settings["max_per_role"])
+        kept.extend(group[:cap])
+        counts[f"{key[0]}/{key[1]}:kept"] = len(group[:cap])
     data_seconds = round(time.perf_counter() - t0, 1)
     target.mkdir(parents=True, exist_ok=True)
     record = {
@@ -249,6 +275,7 @@ def train_specialist(
     questions: str | None = None,
     max_hops: int = 3,
     max_per_role: int = 400,
+    role_limits: str = "",
     rights_per_decision: int = 3,
     objective: str = "rank",
     max_options: int = 8,
@@ -278,6 +305,8 @@ def train_specialist(
         max_hops: longest gold path.
         max_per_role: at most this many decisions per (method, role), a seeded sample, so that no role's
             volume drowns the others.
+        role_limits: per-role limits instead of ``max_per_role``, as ``METHOD/ROLE=N`` separated by commas
+            (``graph_explore/end=700``): more decisions for a role the model finds hard.
         rights_per_decision: right replies trained per decision (several gold answers, say; the ``lm``
             objective).
         objective: ``rank`` (default): the listwise loss of :func:`rank_loss`, a softmax over each
@@ -327,6 +356,7 @@ def train_specialist(
         raise ConfigError(f"lora_layers (top_layers) must be >= 0, got {lora_layers}")
     if max_options < 2:
         raise ConfigError(f"max_options must be at least 2, got {max_options}")
+    limits = _role_limits(role_limits, method_list)
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
         raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     settings = {
@@ -337,6 +367,7 @@ def train_specialist(
         "questions": questions,
         "max_hops": max_hops,
         "max_per_role": max_per_role,
+        "role_limits": limits,
         "rights_per_decision": rights_per_decision,
         "objective": objective,
         "max_options": max_options,

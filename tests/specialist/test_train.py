@@ -143,6 +143,52 @@ def test_bad_options_are_config_errors(user_files, tmp_path):
         train_specialist(**{**opts, "device": "tpu"})
     with pytest.raises(ConfigError, match="needs questions"):
         train_specialist(**{**opts, "questions": None})
+    for bad in (
+        "graph_rag=3",
+        "graph_rag/answer",
+        "graph_rag/answer=-1",
+        "graph_rag/answer=many",
+        "dualr/answer=5",
+    ):
+        with pytest.raises(ConfigError, match="role_limits"):
+            train_specialist(**{**opts, "role_limits": bad})
+
+
+def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
+    from kg_agents.specialist.train import DATA_VERSION, _role_limits, _training_decisions
+
+    kg, qs = user_files
+    methods = ["graph_rag", "knowledge_navigator"]
+    settings = dict(
+        methods=methods,
+        hops=[1],
+        limit=0,
+        kg=kg,
+        questions=qs,
+        max_hops=3,
+        max_per_role=400,
+        role_limits={},
+        seed=0,
+        split="train",
+        data_version=DATA_VERSION,
+    )
+    free, counts, _ = _training_decisions(tmp_path / "free", settings)
+    assert {(d.method, d.role) for d in free} >= {
+        ("graph_rag", "answer"),
+        ("knowledge_navigator", "relation"),
+    }
+    limits = _role_limits(" graph_rag/answer=0 , knowledge_navigator/relation=1", methods)
+    assert limits == {"graph_rag/answer": 0, "knowledge_navigator/relation": 1}
+    capped, counts, _ = _training_decisions(tmp_path / "capped", {**settings, "role_limits": limits})
+    roles = [(d.method, d.role) for d in capped]
+    assert ("graph_rag", "answer") not in roles and roles.count(("knowledge_navigator", "relation")) == 1
+    assert counts["graph_rag/answer:kept"] == 0 and counts["knowledge_navigator/relation:kept"] == 1
+    rest = [
+        d
+        for d in free
+        if (d.method, d.role) not in {("graph_rag", "answer"), ("knowledge_navigator", "relation")}
+    ]
+    assert len(capped) == len(rest) + 1  # the other roles keep every decision
 
 
 def _base_model():
