@@ -11,7 +11,10 @@ make a method better. Decisions whose options are all right or none right are no
         --models local local:runs/specialist
 
 Prints a markdown table: method, role, decisions, and the top-1 accuracy of each model, plus the options'
-mean count (chance is about 1 / options for a single right option).
+mean count (chance is about 1 / options for a single right option). ``--by-right`` splits the two
+decisions whose right option is of one of few kinds: graph_explore's End? by its right reply (``[Yes]``,
+``[No]``) and graph_agent's actions by the right action's kind (``Finish``, ``NeighborCheck``), and adds,
+per model, how often it chose each kind where another was right.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from kg_agents.eval.datasets import load_metaqa
 from kg_agents.kg import open_kg
 from kg_agents.llm import resolve_chat_model
 from kg_agents.llm.ranking import rank_options
+from kg_agents.specialist.teacher import Example
 from kg_agents.specialist.train import DEFAULT_METHODS, collect_examples
 
 ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
@@ -41,6 +45,9 @@ def main() -> None:
     ap.add_argument("--methods", default=DEFAULT_METHODS)
     ap.add_argument("--models", nargs="+", default=["local", "local:specialist"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--by-right", action="store_true", help="split End? and graph_agent actions by right kind"
+    )
     args = ap.parse_args()
 
     kg = open_kg("metaqa")
@@ -55,13 +62,22 @@ def main() -> None:
     for ex in examples:
         total[ex.method, ex.role] += 1
         options[ex.method, ex.role] += len(ex.replies)
+    kinds: dict[tuple[str, str], int] = defaultdict(int)  # (model, "right kind -> chosen kind")
+    for ex in examples:
+        if args.by_right and kind(ex, ex.right[0]):
+            total[ex.method, f"{ex.role}, right: {kind(ex, ex.right[0])}"] += 1
+            options[ex.method, f"{ex.role}, right: {kind(ex, ex.right[0])}"] += len(ex.replies)
     for spec in args.models:
         llm = resolve_chat_model(spec)
         t0 = time.perf_counter()
         for ex in examples:
             ranking = rank_options(llm, to_messages(ex.chat), ex.replies, complete=ex.complete)
-            if ranking.order()[0] in ex.right:
+            top = ranking.order()[0]
+            if top in ex.right:
                 right[ex.method, ex.role][spec] += 1
+            if args.by_right and kind(ex, ex.right[0]):
+                right[ex.method, f"{ex.role}, right: {kind(ex, ex.right[0])}"][spec] += top in ex.right
+                kinds[spec, f"{kind(ex, ex.right[0])} -> {kind(ex, top)}"] += 1
         print(f"{spec}: {len(examples)} rankings in {time.perf_counter() - t0:.0f} s")
     head = "| method | role | decisions | mean options | " + " | ".join(args.models) + " |"
     print(head)
@@ -70,9 +86,24 @@ def main() -> None:
         n = total[key]
         accs = " | ".join(f"{right[key][m] / n:.3f}" for m in args.models)
         print(f"| {key[0]} | {key[1]} | {n} | {options[key] / n:.1f} | {accs} |")
-    n = sum(total.values())
-    accs = " | ".join(f"{sum(right[k][m] for k in total) / n:.3f}" for m in args.models)
+    whole = [k for k in total if ", right: " not in k[1]]  # the split rows are not counted twice
+    n = sum(total[k] for k in whole)
+    accs = " | ".join(f"{sum(right[k][m] for k in whole) / n:.3f}" for m in args.models)
     print(f"| all | all | {n} | | {accs} |")
+    if args.by_right:
+        print("\nright kind -> chosen kind, per model (End? and graph_agent actions):")
+        for (spec, pair), count in sorted(kinds.items()):
+            print(f"- {spec}: {pair}: {count}")
+
+
+def kind(ex: Example, index: int) -> str | None:
+    """The kind of option ``index`` of an End? decision or a graph_agent action (None for other roles)."""
+    reply = ex.replies[index]
+    if ex.method == "graph_explore" and ex.role == "end":
+        return reply
+    if ex.method == "graph_agent" and ex.role == "action":
+        return "Finish" if "Finish[" in reply else "NeighborCheck" if "NeighborCheck[" in reply else "other"
+    return None
 
 
 if __name__ == "__main__":
