@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
+from kg_agents.core.decide import ROLES
 from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_directory, atomic_write
 from kg_agents.specialist.teacher import Example, Teacher
@@ -202,8 +203,8 @@ DATA_VERSION = 2
 
 
 def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
-    """``"graph_explore/end=700,graph_agent/action=500"`` as a dict; a malformed entry, a method not
-    trained or a negative limit is a :class:`ConfigError`."""
+    """``"graph_explore/end=700,graph_agent/action=500"`` as a dict; a malformed entry, an unknown role,
+    a method not trained or a negative limit is a :class:`ConfigError`."""
     limits: dict[str, int] = {}
     for item in (x.strip() for x in str(spec or "").split(",")):
         if not item:
@@ -216,6 +217,8 @@ def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
             n = -1
         if not sep or not slash or not role.strip() or n < 0:
             raise ConfigError(f"role_limits entries are METHOD/ROLE=N (N >= 0), got {item!r}")
+        if role.strip() not in ROLES:
+            raise ConfigError(f"role_limits names the role {role.strip()!r}; roles: {', '.join(ROLES)}")
         if method.strip() not in methods:
             raise ConfigError(
                 f"role_limits names {method.strip()!r}, which is not in methods={','.join(methods)}"

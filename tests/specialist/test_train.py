@@ -149,6 +149,7 @@ def test_bad_options_are_config_errors(user_files, tmp_path):
         "graph_rag/answer=-1",
         "graph_rag/answer=many",
         "dualr/answer=5",
+        "graph_rag/answers=5",
     ):
         with pytest.raises(ConfigError, match="role_limits"):
             train_specialist(**{**opts, "role_limits": bad})
