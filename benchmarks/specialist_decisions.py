@@ -62,22 +62,24 @@ def main() -> None:
     for ex in examples:
         total[ex.method, ex.role] += 1
         options[ex.method, ex.role] += len(ex.replies)
+    # with --by-right, each End? decision and graph_agent action also counts in a row of its right kind
+    right_kinds = [kind(ex, ex.right[0]) if args.by_right else None for ex in examples]
+    for ex, rk in zip(examples, right_kinds, strict=True):
+        if rk:
+            total[ex.method, f"{ex.role}, right: {rk}"] += 1
+            options[ex.method, f"{ex.role}, right: {rk}"] += len(ex.replies)
     kinds: dict[tuple[str, str], int] = defaultdict(int)  # (model, "right kind -> chosen kind")
-    for ex in examples:
-        if args.by_right and kind(ex, ex.right[0]):
-            total[ex.method, f"{ex.role}, right: {kind(ex, ex.right[0])}"] += 1
-            options[ex.method, f"{ex.role}, right: {kind(ex, ex.right[0])}"] += len(ex.replies)
     for spec in args.models:
         llm = resolve_chat_model(spec)
         t0 = time.perf_counter()
-        for ex in examples:
+        for ex, rk in zip(examples, right_kinds, strict=True):
             ranking = rank_options(llm, to_messages(ex.chat), ex.replies, complete=ex.complete)
             top = ranking.order()[0]
             if top in ex.right:
                 right[ex.method, ex.role][spec] += 1
-            if args.by_right and kind(ex, ex.right[0]):
-                right[ex.method, f"{ex.role}, right: {kind(ex, ex.right[0])}"][spec] += top in ex.right
-                kinds[spec, f"{kind(ex, ex.right[0])} -> {kind(ex, top)}"] += 1
+            if rk:
+                right[ex.method, f"{ex.role}, right: {rk}"][spec] += top in ex.right
+                kinds[spec, f"{rk} -> {kind(ex, top)}"] += 1
         print(f"{spec}: {len(examples)} rankings in {time.perf_counter() - t0:.0f} s")
     head = "| method | role | decisions | mean options | " + " | ".join(args.models) + " |"
     print(head)

@@ -210,20 +210,18 @@ def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
         if not item:
             continue
         key, sep, value = item.partition("=")
-        method, slash, role = key.strip().partition("/")
+        method, slash, role = (x.strip() for x in key.partition("/"))
         try:
             n = int(value)
         except ValueError:
             n = -1
-        if not sep or not slash or not role.strip() or n < 0:
+        if not sep or not slash or not role or n < 0:
             raise ConfigError(f"role_limits entries are METHOD/ROLE=N (N >= 0), got {item!r}")
-        if role.strip() not in ROLES:
-            raise ConfigError(f"role_limits names the role {role.strip()!r}; roles: {', '.join(ROLES)}")
-        if method.strip() not in methods:
-            raise ConfigError(
-                f"role_limits names {method.strip()!r}, which is not in methods={','.join(methods)}"
-            )
-        limits[f"{method.strip()}/{role.strip()}"] = n
+        if role not in ROLES:
+            raise ConfigError(f"role_limits names the role {role!r}; roles: {', '.join(ROLES)}")
+        if method not in methods:
+            raise ConfigError(f"role_limits names {method!r}, which is not in methods={','.join(methods)}")
+        limits[f"{method}/{role}"] = n
     return limits
 
 
