@@ -1,4 +1,5 @@
-"""Path search over any ``KnowledgeGraph``: L-hop enumeration and all shortest paths.
+"""Path search over any ``KnowledgeGraph``: L-hop enumeration, all shortest paths, and the hops on every
+walk of a given length between two sets of entities.
 
 Both expand one hop at a time with ``neighbors_many`` (one round trip per hop on a SPARQL store),
 bound the fan-out of every entity and the number of paths, and report when a bound was hit.
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kg_agents.kg.base import Direction, Hop, KnowledgeGraph, Path, check_direction
 
-__all__ = ["PathSearchResult", "enumerate_paths", "shortest_paths"]
+__all__ = ["PathSearchResult", "enumerate_paths", "hops_at_length", "shortest_paths"]
 
 
 @dataclass
@@ -166,3 +167,60 @@ def shortest_paths(
                 result.path_limit_hit = True
                 return result
     return result
+
+
+def hops_at_length(
+    kg: KnowledgeGraph,
+    sources: Sequence[str],
+    targets: Sequence[str],
+    length: int,
+    *,
+    fanout_limit: int | None = 2000,
+) -> list[tuple[int, Hop]]:
+    """Every hop on a walk of exactly ``length`` hops from a source to a target, with its position
+    (1 for a hop leaving a source), in both directions; no walk passes through a source again.
+
+    Unlike :func:`shortest_paths`, a shorter connection does not hide a longer one: the gold chain of a
+    3-hop question ("who directed the films that share actors with X") is found even when one answer is
+    also X's own director, one hop away. Forward levels are kept as sets (no parents) up to
+    ``length - 1``; the walk is then traced back from the targets inside them, so the widest level is
+    never expanded. An empty list: no walk of that length within ``fanout_limit``.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("A", "r", "B"), ("B", "s", "C"), ("A", "t", "C")])
+        >>> [(i, h.relation) for i, h in hops_at_length(kg, ["A"], ["C"], 2)]
+        [(1, 'r'), (2, 's')]
+        >>> [(i, h.relation) for i, h in hops_at_length(kg, ["A"], ["C"], 1)]
+        [(1, 't')]
+    """
+    if length < 1:
+        raise ValueError(f"length must be >= 1, got {length}")
+    starts = set(sources)
+    levels: list[set[str]] = [starts]
+    for _ in range(length - 1):
+        frontier = sorted(levels[-1])
+        nbrs = kg.neighbors_many(frontier, direction="both", limit=fanout_limit)
+        nxt: set[str] = set()
+        for src in frontier:
+            for hop in _hops_from(nbrs.get(src, ()), src, None):
+                if hop.target not in starts:
+                    nxt.add(hop.target)
+        if not nxt:
+            return []
+        levels.append(nxt)
+    good = {t for t in targets if t not in starts} if length > 0 else set()
+    found: list[tuple[int, Hop]] = []
+    for k in range(length, 0, -1):  # hops from level k-1 into ``good`` (at level k)
+        if not good:
+            return []
+        nbrs = kg.neighbors_many(sorted(good), direction="both", limit=fanout_limit)
+        prev: set[str] = set()
+        for node in sorted(good):
+            for back in _hops_from(nbrs.get(node, ()), node, None):
+                src = back.target
+                if src in levels[k - 1]:
+                    found.append((k, Hop(src, back.relation, node, not back.inverse)))
+                    prev.add(src)
+        good = prev
+    return sorted(set(found), key=lambda x: (x[0], x[1].source, x[1].relation, x[1].target))

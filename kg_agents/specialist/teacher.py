@@ -1,9 +1,11 @@
 """Supervision for every ranked decision, derived from the KG and a question's gold answers.
 
 The :class:`Teacher` is a chat model that knows the right options. It is given a question's topic
-entities and gold answers, finds all shortest paths between them in the KG (as GCR derives its path
-supervision), and, while a method's graph runs, scores each ranked decision so that the options on a gold
-path come first (:func:`kg_agents.core.decide.rank` publishes what is decided as a
+entities, gold answers and, where known, hop count. It finds the gold paths between them in the KG: the
+walks of that many hops along the relation chains that best explain the answers (:func:`best_chain_hops`),
+or all shortest paths when the hop count is not known (as GCR derives its path supervision). While a
+method's graph runs, it scores each ranked decision so that the options on a gold path come first
+(:func:`kg_agents.core.decide.rank` publishes what is decided as a
 :class:`~kg_agents.core.decide.Decision`):
 
 - ``relation``: a relation (with its direction) that a gold path takes from one of the deciding entities;
@@ -45,10 +47,10 @@ from pydantic import PrivateAttr
 
 from kg_agents.core.decide import Decision, current_decision
 from kg_agents.eval.metrics import normalize_answer
-from kg_agents.kg.base import KnowledgeGraph
-from kg_agents.kg.paths import shortest_paths
+from kg_agents.kg.base import Hop, KnowledgeGraph
+from kg_agents.kg.paths import hops_at_length, shortest_paths
 
-__all__ = ["Example", "Teacher", "right_options"]
+__all__ = ["Example", "Teacher", "best_chain_hops", "right_options"]
 
 RIGHT, WRONG = 0.0, -10.0
 
@@ -137,6 +139,89 @@ def right_options(decision: Decision, options: Sequence[str], gold: Gold) -> lis
     return []
 
 
+#: Relation chains (relation, direction) scored per question at most (see :func:`best_chain_hops`).
+MAX_CHAINS = 200
+
+
+def _follow(kg: KnowledgeGraph, starts: set[str], chain: Sequence[tuple[str, str]], limit: int) -> set[str]:
+    """The entities ``chain`` reaches from ``starts`` (never a start again)."""
+    frontier = set(starts)
+    for rel, d in chain:
+        nbrs = kg.neighbors_many(sorted(frontier), rel, "in" if d == "in" else "out", limit=limit)
+        frontier = {t.other(e) for e, tl in nbrs.items() for t in tl} - starts
+        if not frontier:
+            break
+    return frontier
+
+
+def best_chain_hops(
+    kg: KnowledgeGraph, topics: Sequence[str], answers: Sequence[str], length: int, *, limit: int = 2000
+) -> list[Hop]:
+    """The hops of the walks (exactly ``length`` hops, from a topic entity to a gold answer) that follow
+    the relation chains best explaining the answers.
+
+    A walk of the right length is not yet a gold path: on MetaQA, "who starred in the films whose
+    screenwriters also wrote X" also reaches some of its actors through the films released in the same
+    year as X. Each relation chain that some walk follows (``(relation, direction)`` per hop) is scored
+    by the F1 of the entities it reaches from the topic entities against the answers; the chains with
+    the best F1 are kept (all of them on a tie), and their walks' hops returned. Empty: no walk.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("X", "written_by", "W"), ("F", "written_by", "W"), ("F", "starred", "A"),
+        ...                ("X", "year", "1999"), ("G", "year", "1999"), ("G", "starred", "A"),
+        ...                ("G", "starred", "B")])
+        >>> sorted((h.source, h.relation) for h in best_chain_hops(kg, ["X"], ["A"], 3))
+        [('F', 'starred'), ('W', 'written_by'), ('X', 'written_by')]
+    """
+    walks = hops_at_length(kg, topics, answers, length, fanout_limit=limit)
+    if not walks:
+        return []
+    by_level: dict[int, dict[str, list[Hop]]] = {}
+    for k, h in walks:
+        by_level.setdefault(k, {}).setdefault(h.source, []).append(h)
+    # the relation chains the walks follow, each with its hops (set-based: one branch per relation)
+    chains: list[tuple[tuple[tuple[str, str], ...], list[list[Hop]]]] = []
+
+    def walk(k: int, nodes: set[str], chain: tuple[tuple[str, str], ...], levels: list[list[Hop]]) -> None:
+        if len(chains) >= MAX_CHAINS:
+            return
+        if k > length:
+            chains.append((chain, levels))
+            return
+        groups: dict[tuple[str, str], list[Hop]] = {}
+        for n in sorted(nodes):
+            for h in by_level.get(k, {}).get(n, []):
+                groups.setdefault((h.relation, "in" if h.inverse else "out"), []).append(h)
+        for key in sorted(groups):
+            walk(k + 1, {h.target for h in groups[key]}, (*chain, key), [*levels, groups[key]])
+
+    walk(1, set(topics), (), [])
+    gold = set(answers)
+    starts = set(topics)
+    best, kept = -1.0, []
+    for chain, levels in chains:
+        reached = _follow(kg, starts, chain, limit)
+        hit = len(reached & gold)
+        f1 = 2 * hit / (len(reached) + len(gold)) if hit else 0.0
+        if f1 > best + 1e-9:
+            best, kept = f1, [levels]
+        elif abs(f1 - best) <= 1e-9:
+            kept.append(levels)
+    out: list[Hop] = []
+    for levels in kept:
+        # a hop is kept when this chain goes on from where it leads to an answer (the walk it came from
+        # may have gone on along another relation)
+        ends = gold
+        on_chain: list[list[Hop]] = []
+        for hops in reversed(levels):
+            hops = [h for h in hops if h.target in ends]
+            on_chain.append(hops)
+            ends = {h.source for h in hops}
+        out.extend(h for hops in reversed(on_chain) for h in hops)
+    return list(dict.fromkeys(out))
+
+
 class Teacher(BaseChatModel):
     """A chat model that ranks the options a gold path supports first, and records each decision.
 
@@ -173,28 +258,50 @@ class Teacher(BaseChatModel):
 
     @property
     def counts(self) -> Counter[str]:
-        """``role`` (decisions recorded), ``role:no_right`` (skipped: no option on a gold path),
+        """``shortest_fallback`` (questions with no walk of their hop count: see :meth:`set_question`),
+        ``role`` (decisions recorded), ``role:no_right`` (skipped: no option on a gold path),
         ``role:all_right`` (skipped: every option is on a gold path, so the decision teaches nothing),
         ``unlabelled`` (rankings that named no role, and the baselines of calibrated rankings: see
         :func:`kg_agents.core.decide.rank`)."""
         return self._counts
 
-    def set_question(self, question_id: str, topic_entities: Sequence[str], answers: Sequence[str]) -> bool:
+    def set_question(
+        self,
+        question_id: str,
+        topic_entities: Sequence[str],
+        answers: Sequence[str],
+        hops: int | None = None,
+    ) -> bool:
         """Derive the gold paths of the next question; False when no answer is reachable within
-        ``max_hops`` (the question should be skipped)."""
+        ``max_hops`` (the question should be skipped).
+
+        With ``hops`` (the question's own hop count, which MetaQA and PathQuestion give), the gold paths
+        are the walks of the relation chains of that length that best explain the answers (see
+        :func:`best_chain_hops`): a 3-hop question whose answer is also one hop from its topic entity
+        is taught its 3-hop chain, not the shortcut. Where no walk of that length exists, the shortest
+        paths are used and ``shortest_fallback`` is counted. Without ``hops``, the shortest paths (at
+        most ``max_hops``)."""
         kg = self._kg
         self._qid = question_id
         golds = [a for a in answers if kg.has_entity(a)]
         gold = Gold(answers={normalize_answer(a) for a in answers})
         gold.answers |= {normalize_answer(kg.label(a)) for a in golds}
+        hop_list: list[Hop] = []
         if topic_entities and golds:
-            res = shortest_paths(kg, list(topic_entities), golds, self.max_hops, max_paths=200)
-            for p in res.paths:
-                if p.start is not None:
-                    gold.starts.add(p.start)
-                for h in p.hops:
-                    gold.hops.add((h.source, h.relation, "in" if h.inverse else "out"))
-                    gold.nodes.add(normalize_answer(kg.label(h.target)))
+            if hops is not None and 1 <= hops <= self.max_hops:
+                hop_list = best_chain_hops(kg, list(topic_entities), golds, hops)
+                gold.starts = {h.source for h in hop_list if h.source in topic_entities}
+                if not hop_list:
+                    self._counts["shortest_fallback"] += 1
+            if not hop_list:
+                res = shortest_paths(kg, list(topic_entities), golds, self.max_hops, max_paths=200)
+                for p in res.paths:
+                    if p.start is not None:
+                        gold.starts.add(p.start)
+                    hop_list.extend(p.hops)
+        for h in hop_list:
+            gold.hops.add((h.source, h.relation, "in" if h.inverse else "out"))
+            gold.nodes.add(normalize_answer(kg.label(h.target)))
         self._gold = gold
         return bool(gold.hops)
 

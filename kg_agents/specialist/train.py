@@ -74,7 +74,9 @@ def collect_examples(
         teacher = Teacher(kg, max_hops=max_hops, method=method)
         graph = create_graph(method, kg, llm=teacher, **(options or {}).get(method, {}))
         for q in qs:
-            if not teacher.set_question(q.id, list(q.topic_entities or []), list(q.answers)):
+            if not teacher.set_question(
+                q.id, list(q.topic_entities or []), list(q.answers), getattr(q, "hops", None)
+            ):
                 counts[f"{method}/unreachable"] += 1
                 continue
             try:
@@ -199,7 +201,7 @@ DATA_SETTINGS = (
 )
 #: Raised whenever the teacher keeps other decisions from the same questions (cached decisions of an
 #: older version are collected again).
-DATA_VERSION = 2
+DATA_VERSION = 3
 
 
 def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:

@@ -155,3 +155,83 @@ def test_a_decision_whose_every_option_is_right_is_counted_not_kept(kg):
     assert one.best == "a"
     assert teacher.counts["answer:all_right"] == 1 and teacher.counts["answer"] == 1
     assert [ex.right for ex in teacher.examples] == [[0]]
+
+
+# "who directed the films written by Kay Lo": Kay Lo's spouse Ann Bell, one of the answers, is one hop
+# away, and a walk through their birth year reaches her in two hops as well.
+SHORTCUT = [
+    ("Film A", "written_by", "Kay Lo"),
+    ("Film A", "directed_by", "Ann Bell"),
+    ("Film B", "written_by", "Kay Lo"),
+    ("Film B", "written_by", "Ann Bell"),
+    ("Film B", "directed_by", "Bo Chan"),
+    ("Kay Lo", "spouse", "Ann Bell"),
+    ("Kay Lo", "born_in", "1999"),
+    ("Ann Bell", "born_in", "1999"),
+    ("Cy Dee", "born_in", "1999"),
+    ("Di Eve", "born_in", "1999"),
+]
+
+
+def test_the_question_s_hop_count_teaches_its_chain_not_the_shortcut():
+    t = Teacher(MemoryKG(SHORTCUT))
+    # without a hop count: the shortest path only, the spouse hop
+    assert t.set_question("q", ["Kay Lo"], ["Ann Bell", "Bo Chan"])
+    assert t.gold_hops == {("Kay Lo", "spouse", "out")}
+    # with it: of the 2-hop chains, written_by then directed_by reaches exactly the answers (F1 1.0;
+    # written_by then written_by 0.67, the birth year 0.4), and only its hops are gold
+    assert t.set_question("q", ["Kay Lo"], ["Ann Bell", "Bo Chan"], hops=2)
+    assert t.gold_hops == {
+        ("Kay Lo", "written_by", "in"),
+        ("Film A", "directed_by", "out"),
+        ("Film B", "directed_by", "out"),
+    }
+    assert t._gold.starts == {"Kay Lo"}
+    assert t.counts["shortest_fallback"] == 0
+
+
+def test_a_hop_count_no_walk_has_falls_back_to_the_shortest_paths():
+    t = Teacher(MemoryKG([("Splash", "directed_by", "Ron Howard"), ("Big", "directed_by", "Penny Marshall")]))
+    assert t.set_question("q1", ["Splash"], ["Ron Howard"], hops=2)
+    assert t.counts["shortest_fallback"] == 1
+    assert t.gold_hops == {("Splash", "directed_by", "out")}
+
+
+def test_hops_at_length_finds_longer_walks_behind_a_shortcut():
+    from kg_agents.kg.paths import hops_at_length, shortest_paths
+
+    kg = MemoryKG([("A", "r", "B"), ("B", "s", "C"), ("A", "t", "C"), ("C", "u", "A")])
+    assert [len(p.hops) for p in shortest_paths(kg, ["A"], ["C"]).paths] == [1, 1]
+    two = hops_at_length(kg, ["A"], ["C"], 2)
+    assert [(k, h.source, h.relation, h.target, h.inverse) for k, h in two] == [
+        (1, "A", "r", "B", False),
+        (2, "B", "s", "C", False),
+    ]
+    assert hops_at_length(kg, ["A"], ["A"], 2) == []  # a walk never comes back to a source
+    with pytest.raises(ValueError, match="length"):
+        hops_at_length(kg, ["A"], ["C"], 0)
+
+
+def test_collect_examples_teaches_by_each_question_s_hop_count():
+    class Q:
+        id, question, topic_entities, answers = (
+            "q",
+            "who directed the films written by [Kay Lo]",
+            ["Kay Lo"],
+            [
+                "Ann Bell",
+                "Bo Chan",
+            ],
+        )
+
+        def __init__(self, hops):
+            self.hops = hops
+
+    def first_relation(hops):
+        examples, _ = collect_examples(MemoryKG(SHORTCUT), [Q(hops)], ["knowledge_navigator"])
+        first = next(ex for ex in examples if ex.role == "relation")
+        return {first.replies[i] for i in first.right}
+
+    assert any("spouse" in r for r in first_relation(None))  # the shortest path
+    right = first_relation(2)
+    assert right and all("written" in r for r in right)
