@@ -39,6 +39,9 @@ from kg_agents.specialist.teacher import Example, Teacher
 
 __all__ = ["DEFAULT_METHODS", "collect_examples", "rank_loss", "train_specialist"]
 
+#: How the teacher finds a question's gold paths (see :func:`collect_examples`).
+GOLD_PATHS = ("hops", "shortest")
+
 #: The methods whose decisions the specialist learns (gcr's general reasoner is left out: its training
 #: run would need the beam decoder for every question; its path generator has its own adapter).
 DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_rag,dualr"
@@ -51,6 +54,7 @@ def collect_examples(
     *,
     max_hops: int = 3,
     options: dict[str, dict[str, Any]] | None = None,
+    gold_paths: str = "hops",
 ) -> tuple[list[Example], Counter[str]]:
     """Run each method on ``questions`` with the teacher; return the decisions met and the counts.
 
@@ -60,6 +64,8 @@ def collect_examples(
         methods: registered method names.
         max_hops: longest gold path (questions with none are skipped and counted).
         options: per-method factory options.
+        gold_paths: ``hops``: a question's gold paths follow its own hop count where it has one (see
+            :meth:`Teacher.set_question`); ``shortest``: all shortest paths, whatever the hop count.
 
     Returns:
         ``(examples, counts)``; counts hold ``questions``, ``unreachable``, ``failed`` (a method's run
@@ -67,6 +73,8 @@ def collect_examples(
     """
     from kg_agents.core.registry import create_graph
 
+    if gold_paths not in GOLD_PATHS:
+        raise ConfigError(f"gold_paths must be one of {', '.join(GOLD_PATHS)}, got {gold_paths!r}")
     qs = list(questions)
     examples: list[Example] = []
     counts: Counter[str] = Counter(questions=len(qs))
@@ -75,7 +83,10 @@ def collect_examples(
         graph = create_graph(method, kg, llm=teacher, **(options or {}).get(method, {}))
         for q in qs:
             if not teacher.set_question(
-                q.id, list(q.topic_entities or []), list(q.answers), getattr(q, "hops", None)
+                q.id,
+                list(q.topic_entities or []),
+                list(q.answers),
+                getattr(q, "hops", None) if gold_paths == "hops" else None,
             ):
                 counts[f"{method}/unreachable"] += 1
                 continue
@@ -193,6 +204,7 @@ DATA_SETTINGS = (
     "kg",
     "questions",
     "max_hops",
+    "gold_paths",
     "max_per_role",
     "role_limits",
     "seed",
@@ -245,7 +257,9 @@ def _training_decisions(
     kg_obj, qs = _load_questions(
         settings["questions"], settings["kg"], settings["hops"], settings["limit"], settings["seed"]
     )
-    examples, counts = collect_examples(kg_obj, qs, settings["methods"], max_hops=settings["max_hops"])
+    examples, counts = collect_examples(
+        kg_obj, qs, settings["methods"], max_hops=settings["max_hops"], gold_paths=settings["gold_paths"]
+    )
     rng = random.Random(settings["seed"])
     by_key: dict[tuple[str, str], list[Example]] = {}
     for ex in examples:
@@ -277,6 +291,7 @@ def train_specialist(
     kg: str | None = None,
     questions: str | None = None,
     max_hops: int = 3,
+    gold_paths: str = "hops",
     max_per_role: int = 400,
     role_limits: str = "",
     rights_per_decision: int = 3,
@@ -306,6 +321,9 @@ def train_specialist(
         kg, questions: your own KG file and questions file instead of MetaQA (see ``kg-agents eval
             --kg/--questions`` for the formats).
         max_hops: longest gold path.
+        gold_paths: ``hops`` (default): each question's gold paths are the walks of its own hop count
+            along the relation chains that best explain its answers, where the question gives a hop count
+            (MetaQA does); ``shortest``: all shortest paths (how the bundled adapter's data was made).
         max_per_role: at most this many decisions per (method, role), a seeded sample, so that no role's
             volume drowns the others.
         role_limits: per-role limits instead of ``max_per_role``, as ``METHOD/ROLE=N`` separated by commas
@@ -360,6 +378,8 @@ def train_specialist(
     if max_options < 2:
         raise ConfigError(f"max_options must be at least 2, got {max_options}")
     limits = _role_limits(role_limits, method_list)
+    if gold_paths not in GOLD_PATHS:
+        raise ConfigError(f"gold_paths must be one of {', '.join(GOLD_PATHS)}, got {gold_paths!r}")
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
         raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     settings = {
@@ -369,6 +389,7 @@ def train_specialist(
         "kg": kg,
         "questions": questions,
         "max_hops": max_hops,
+        "gold_paths": gold_paths,
         "max_per_role": max_per_role,
         "role_limits": limits,
         "rights_per_decision": rights_per_decision,

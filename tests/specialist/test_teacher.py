@@ -227,11 +227,16 @@ def test_collect_examples_teaches_by_each_question_s_hop_count():
         def __init__(self, hops):
             self.hops = hops
 
-    def first_relation(hops):
-        examples, _ = collect_examples(MemoryKG(SHORTCUT), [Q(hops)], ["knowledge_navigator"])
+    def first_relation(hops, gold_paths="hops"):
+        examples, _ = collect_examples(
+            MemoryKG(SHORTCUT), [Q(hops)], ["knowledge_navigator"], gold_paths=gold_paths
+        )
         first = next(ex for ex in examples if ex.role == "relation")
         return {first.replies[i] for i in first.right}
 
     assert any("spouse" in r for r in first_relation(None))  # the shortest path
     right = first_relation(2)
     assert right and all("written" in r for r in right)
+    assert any("spouse" in r for r in first_relation(2, gold_paths="shortest"))  # the hop count ignored
+    with pytest.raises(ConfigError, match="gold_paths"):
+        collect_examples(MemoryKG(SHORTCUT), [Q(2)], ["knowledge_navigator"], gold_paths="longest")

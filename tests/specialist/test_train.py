@@ -153,6 +153,8 @@ def test_bad_options_are_config_errors(user_files, tmp_path):
     ):
         with pytest.raises(ConfigError, match="role_limits"):
             train_specialist(**{**opts, "role_limits": bad})
+    with pytest.raises(ConfigError, match="gold_paths"):
+        train_specialist(**{**opts, "gold_paths": "longest"})
 
 
 def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
@@ -167,6 +169,7 @@ def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
         kg=kg,
         questions=qs,
         max_hops=3,
+        gold_paths="hops",
         max_per_role=400,
         role_limits={},
         seed=0,
