@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import inspect
 import json
 import os
 import shlex
@@ -167,8 +168,13 @@ class MethodSetup:
         if self.model_spec is None:
             return None
         model = self._model or resolve_model(self.model_spec, **self.model_options)
-        if "adapter" in keyword_options(get_method(self.name).load()):
-            model = default_llm(model, kg=kg, adapter=self.factory_options.get("adapter", "auto"))
+        factory = get_method(self.name).load()
+        if "adapter" in keyword_options(factory):
+            # the factory's own default (graph_agent's is "none"); gcr's adapter, whose default is None,
+            # is its path decoder's and leaves the chat model as it is
+            default = inspect.signature(factory).parameters["adapter"].default
+            if default in ("auto", "none"):
+                model = default_llm(model, kg=kg, adapter=self.factory_options.get("adapter", default))
         return str(getattr(model, "model_name", type(model).__name__))
 
     def context(self, graph: Any) -> Any:

@@ -54,3 +54,18 @@ def test_one_question_through_each_method_on_the_shipped_adapter(method, metaqa)
     assert out["answers"][0] in around
     ends = {metaqa.label(p.end) for p in out["paths"]}
     assert set(out["answers"]) <= ends and all(verify_path(metaqa, p) for p in out["paths"])
+
+
+def test_run_json_names_the_model_each_method_really_uses(metaqa):
+    """``model_used`` follows each factory's own ``adapter`` default: graph_agent's is ``none``, and gcr's
+    ``adapter`` is its path decoder's, which leaves its general reasoner zero-shot."""
+    from kg_agents.cli.commands import MethodSetup
+
+    def used(method, settings=()):
+        return MethodSetup.from_args(method, list(settings), "local").model_used(metaqa)
+
+    assert used("knowledge_navigator") == "SmolLM2-135M-Instruct+metaqa"
+    assert used("knowledge_navigator", ["adapter=none"]) == "smollm2-135m-instruct"
+    assert used("graph_agent") == "smollm2-135m-instruct"
+    assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa"
+    assert used("gcr", ["num_beams=5"]) == "smollm2-135m-instruct"
