@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import inspect
 import json
 import os
 import shlex
@@ -163,16 +162,15 @@ class MethodSetup:
         one (``SmolLM2-135M-Instruct+metaqa`` on MetaQA by default)."""
         from kg_agents.core.models import default_llm
         from kg_agents.core.registry import get_method
-        from kg_agents.options import keyword_options
 
         if self.model_spec is None:
             return None
         model = self._model or resolve_model(self.model_spec, **self.model_options)
-        factory = get_method(self.name).load()
-        if "adapter" in keyword_options(factory):
+        adapter = get_method(self.name).options().get("adapter")
+        if adapter is not None:
             # the factory's own default (graph_agent's is "none"); gcr's adapter, whose default is None,
             # is its path decoder's and leaves the chat model as it is
-            default = inspect.signature(factory).parameters["adapter"].default
+            default = adapter.default
             if default in ("auto", "none"):
                 model = default_llm(model, kg=kg, adapter=self.factory_options.get("adapter", default))
         return str(getattr(model, "model_name", type(model).__name__))

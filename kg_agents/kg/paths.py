@@ -209,7 +209,7 @@ def hops_at_length(
         if not nxt:
             return []
         levels.append(nxt)
-    good = {t for t in targets if t not in starts} if length > 0 else set()
+    good = {t for t in targets if t not in starts}
     found: list[tuple[int, Hop]] = []
     for k in range(length, 0, -1):  # hops from level k-1 into ``good`` (at level k)
         if not good:

@@ -229,6 +229,8 @@ class Teacher(BaseChatModel):
         kg: the knowledge graph.
         max_hops: longest gold path searched (the methods' hop limit).
         method: the method name written on the examples.
+        golds: a dict shared by teachers of the same questions (one per method): each question's gold
+            paths are then found once.
     """
 
     max_hops: int = 3
@@ -238,10 +240,13 @@ class Teacher(BaseChatModel):
     _qid: str = PrivateAttr(default="")
     _examples: list[Example] = PrivateAttr(default_factory=list)
     _counts: Counter[str] = PrivateAttr(default_factory=Counter)
+    _golds: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, kg: KnowledgeGraph, **kwargs: Any) -> None:
+    def __init__(self, kg: KnowledgeGraph, *, golds: dict[Any, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._kg = kg
+        if golds is not None:
+            self._golds = golds
 
     @property
     def _llm_type(self) -> str:
@@ -281,18 +286,31 @@ class Teacher(BaseChatModel):
         is taught its 3-hop chain, not the shortcut. Where no walk of that length exists, the shortest
         paths are used and ``shortest_fallback`` is counted. Without ``hops``, the shortest paths (at
         most ``max_hops``)."""
-        kg = self._kg
         self._qid = question_id
+        key = (question_id, tuple(topic_entities), tuple(answers), hops, self.max_hops)
+        if key not in self._golds:
+            self._golds[key] = self._derive_gold(topic_entities, answers, hops)
+        self._gold, fallback = self._golds[key]
+        if fallback:
+            self._counts["shortest_fallback"] += 1
+        return bool(self._gold.hops)
+
+    def _derive_gold(
+        self, topic_entities: Sequence[str], answers: Sequence[str], hops: int | None
+    ) -> tuple[Gold, bool]:
+        """A question's :class:`Gold` and whether it fell back to the shortest paths (see
+        :meth:`set_question`)."""
+        kg = self._kg
         golds = [a for a in answers if kg.has_entity(a)]
         gold = Gold(answers={normalize_answer(a) for a in answers})
         gold.answers |= {normalize_answer(kg.label(a)) for a in golds}
         hop_list: list[Hop] = []
+        fallback = False
         if topic_entities and golds:
             if hops is not None and 1 <= hops <= self.max_hops:
                 hop_list = best_chain_hops(kg, list(topic_entities), golds, hops)
                 gold.starts = {h.source for h in hop_list if h.source in topic_entities}
-                if not hop_list:
-                    self._counts["shortest_fallback"] += 1
+                fallback = not hop_list
             if not hop_list:
                 res = shortest_paths(kg, list(topic_entities), golds, self.max_hops, max_paths=200)
                 for p in res.paths:
@@ -302,8 +320,7 @@ class Teacher(BaseChatModel):
         for h in hop_list:
             gold.hops.add((h.source, h.relation, "in" if h.inverse else "out"))
             gold.nodes.add(normalize_answer(kg.label(h.target)))
-        self._gold = gold
-        return bool(gold.hops)
+        return gold, fallback
 
     def score_options(self, messages: Sequence[BaseMessage], options: Sequence[str]) -> list[float]:
         from kg_agents.llm.chat import messages_to_chat

@@ -42,6 +42,12 @@ __all__ = ["DEFAULT_METHODS", "collect_examples", "rank_loss", "train_specialist
 #: How the teacher finds a question's gold paths (see :func:`collect_examples`).
 GOLD_PATHS = ("hops", "shortest")
 
+
+def _check_gold_paths(value: str) -> None:
+    if value not in GOLD_PATHS:
+        raise ConfigError(f"gold_paths must be one of {', '.join(GOLD_PATHS)}, got {value!r}")
+
+
 #: The methods whose decisions the specialist learns (gcr's general reasoner is left out: its training
 #: run would need the beam decoder for every question; its path generator has its own adapter).
 DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_rag,dualr"
@@ -73,13 +79,13 @@ def collect_examples(
     """
     from kg_agents.core.registry import create_graph
 
-    if gold_paths not in GOLD_PATHS:
-        raise ConfigError(f"gold_paths must be one of {', '.join(GOLD_PATHS)}, got {gold_paths!r}")
+    _check_gold_paths(gold_paths)
     qs = list(questions)
     examples: list[Example] = []
     counts: Counter[str] = Counter(questions=len(qs))
+    golds: dict[Any, Any] = {}  # each question's gold paths, found once for every method
     for method in methods:
-        teacher = Teacher(kg, max_hops=max_hops, method=method)
+        teacher = Teacher(kg, max_hops=max_hops, method=method, golds=golds)
         graph = create_graph(method, kg, llm=teacher, **(options or {}).get(method, {}))
         for q in qs:
             if not teacher.set_question(
@@ -378,8 +384,7 @@ def train_specialist(
     if max_options < 2:
         raise ConfigError(f"max_options must be at least 2, got {max_options}")
     limits = _role_limits(role_limits, method_list)
-    if gold_paths not in GOLD_PATHS:
-        raise ConfigError(f"gold_paths must be one of {', '.join(GOLD_PATHS)}, got {gold_paths!r}")
+    _check_gold_paths(gold_paths)
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
         raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     settings = {
