@@ -27,11 +27,12 @@ from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field
 
 from kg_agents.core.answers import parse_answers
-from kg_agents.core.decide import rank, ranked_answers
+from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
 from kg_agents.core.metering import MeteredKG, invoke_llm
 from kg_agents.core.prompts import PromptLike, prompt_templates
+from kg_agents.core.support import support_paths
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Triple
+from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Path, Triple
 from kg_agents.kg.text import relation_words
 from kg_agents.llm.ranking import Ranking
 from kg_agents.methods.graph_cot.parsing import (
@@ -77,6 +78,9 @@ EXPLORE_PROMPTS = (
     "explore_end",
     *COMMON_PROMPTS,
 )
+
+#: The longest reasoning path searched through a branch's triples.
+PATH_HOPS = 4
 
 
 def load_prompts(
@@ -243,6 +247,14 @@ class Interaction:
         triples = branch.get("triples") or []
         triples = triples[-self.max_context_triples :]
         return kg_block(kg_text(triple_text(self.kg, t)) for t in triples) if triples else "(none)"
+
+    def candidates(self, branch: dict[str, Any]) -> dict[str, list[Path]]:
+        """The nodes a branch's triples connect to its start entities (shortest paths), by label."""
+        triples = list(dict.fromkeys(branch.get("triples") or []))
+        starts = list(branch.get("starts") or [])
+        ends = {x for t in triples for x in (t.head, t.tail)} - set(starts)
+        paths = support_paths(starts, triples, ends, max_hops=PATH_HOPS, shortest=True)
+        return answer_candidates(self.kg.label, paths, exclude=starts)
 
 
 class AgentInteraction(Interaction):
@@ -583,11 +595,15 @@ class ExploreInteraction(Interaction):
         parsed = parse_action(text)
         thought = parse_thought(text)
         step: dict[str, Any] = {"thought": thought}
-        if parsed.finish is not None:
-            step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
-            return {"step": step, "triples": [], "starts": [], "answers": parsed.finish}
         trace: dict[str, Any] = {}
         ranked = settings.get("decide", "rank") == "rank"
+        if parsed.finish is not None:
+            if not ranked or ground_answers(parsed.finish, self.candidates(branch))[0]:
+                step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
+                return {"step": step, "triples": [], "starts": [], "answers": parsed.finish}
+            # ranked route: End? decides when to stop; a written Finish naming no node the chain reached
+            # is dropped (traced) and the step explores as if it had not been written
+            trace["thought_finish_dropped"] = parsed.finish
         linked: list[str] = []
         if ranked and not branch.get("steps") and branch.get("starts"):
             # the question's topic entities are given: nothing to extract on the first step

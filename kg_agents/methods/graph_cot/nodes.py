@@ -48,16 +48,15 @@ from langgraph.types import Send
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
-from kg_agents.core.decide import answer_candidates, ground_answers, rank
+from kg_agents.core.decide import ground_answers, rank
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import resolve_entities, verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.core.state import ErrorRecord
-from kg_agents.core.support import support_paths
 from kg_agents.errors import ConfigError, KGAgentsError, KGError
 from kg_agents.kg.base import Path, Triple
 from kg_agents.kg.text import bracketed
-from kg_agents.methods.graph_cot.interaction import Interaction, triple_text
+from kg_agents.methods.graph_cot.interaction import PATH_HOPS, Interaction, triple_text
 from kg_agents.methods.graph_cot.parsing import parse_score, parse_selection
 from kg_agents.methods.graph_cot.state import GraphCoTContext, GraphCoTState, run_settings
 
@@ -86,8 +85,6 @@ __all__ = [
 
 #: The id of the root branch.
 ROOT = "r"
-#: The longest reasoning path searched through a branch's triples.
-PATH_HOPS = 4
 
 
 @dataclass(frozen=True)
@@ -545,8 +542,4 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
 
 def candidate_answers(interaction: Interaction, branch: dict[str, Any]) -> dict[str, list[Path]]:
     """The nodes a branch's triples connect to its start entities (shortest paths), by label."""
-    triples = list(dict.fromkeys(branch.get("triples") or []))
-    starts = list(branch.get("starts") or [])
-    ends = {x for t in triples for x in (t.head, t.tail)} - set(starts)
-    paths = support_paths(starts, triples, ends, max_hops=PATH_HOPS, shortest=True)
-    return answer_candidates(interaction.kg.label, paths, exclude=starts)
+    return interaction.candidates(branch)

@@ -665,3 +665,41 @@ def test_ranked_explorer_prunes_and_ends_by_ranking():
     # the step budget is spent: the final answer is ranked among what the chain reached
     assert out["answers"] == ["Ron Howard"] and llm.calls[FINAL] == 0
     assert [p.to_text() for p in out["paths"]] == ["Splash -> directed_by -> Ron Howard"]
+
+
+def test_ranked_explorer_drops_a_written_finish_that_names_nothing_reached():
+    # the small model's thought answers before any exploration: on the ranked route End? decides when to
+    # stop, so the written Finish (a node no triple reached) is dropped, traced, and the step explores
+    def scores(text: str, options: list[str]) -> list[float]:
+        if options == ["[Yes]", "[No]"]:
+            return [0.0, -1.0]
+        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
+
+    llm = FakeChat(
+        rules=explore_rules(lambda p: "Splash was directed by Steven Spielberg. Finish[Steven Spielberg]"),
+        logprobs=scores,
+        tools=False,
+    )
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=1).invoke(Q)
+    step = _trace(out, "expand")[0]
+    assert step["thought_finish_dropped"] == ["Steven Spielberg"]
+    assert step["search"][0]["relations"]["Splash"] == ["directed_by"]
+    assert out["answers"] == ["Ron Howard"] and not out.get("errors")
+    # the papers' route keeps the written Finish as it is (and grounding then drops its answer)
+    gen = FakeChat(rules=explore_rules(lambda p: "Finish[Steven Spielberg]"), tools=False)
+    out = create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate").invoke(Q)
+    assert out["answers"] == [] and gen.calls[PRUNE_REL] == 0
+
+
+def test_ranked_explorer_keeps_a_written_finish_on_a_reached_node():
+    def scores(text: str, options: list[str]) -> list[float]:
+        if options == ["[Yes]", "[No]"]:
+            return [-1.0, 0.0]  # End? says No: only the written Finish can end the chain
+        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
+
+    thoughts = iter(["I need the director of Splash.", "Ron Howard directed it. Finish[Ron Howard]"])
+    llm = FakeChat(rules=explore_rules(lambda p: next(thoughts)), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=2).invoke(Q)
+    steps = _trace(out, "expand")
+    assert len(steps) == 2 and "thought_finish_dropped" not in steps[1]
+    assert out["answers"] == ["Ron Howard"]
