@@ -90,6 +90,7 @@ class GraphRAGDeps:
         fanout_limit: at most this many triples per topic entity.
         defaults: the factory's :class:`~kg_agents.methods.baselines.graph.GraphRAGContext`.
         candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
+        calibrate: ranked route: score each candidate by how much the question raises it.
     """
 
     kg: MeteredKG
@@ -98,6 +99,7 @@ class GraphRAGDeps:
     fanout_limit: int
     defaults: Any
     candidate_text: Literal["label", "path"] = "label"
+    calibrate: bool = False
 
 
 @metered
@@ -165,7 +167,13 @@ def answer_from_paths(
             texts = [
                 t if texts.count(t) == 1 else f"{t} ({lab})" for t, lab in zip(texts, labels, strict=True)
             ]
-        ranking = rank(deps.model, messages, texts, prefix="Answer: ", role="answer", keys=labels)
+        baseline = None
+        if deps.calibrate:  # the same prompt with the question's words taken out: only its topic entities
+            topic_text = " ".join(f"[{kg_text(kg.label(e))}]" for e in topics)
+            baseline = rag_messages(deps, {**state, "question": topic_text}, triples)
+        ranking = rank(
+            deps.model, messages, texts, prefix="Answer: ", role="answer", keys=labels, baseline=baseline
+        )
         picked = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
         answers = [labels[texts.index(t)] for t in picked]
         trace.update(ranking.as_trace())
@@ -215,6 +223,7 @@ class TextRAGDeps:
         max_candidates: at most this many candidate triples per question (neighbourhood scope).
         defaults: the factory's :class:`~kg_agents.methods.baselines.graph.TextRAGContext`.
         candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
+        calibrate: ranked route: score each candidate by how much the question raises it.
     """
 
     kg: MeteredKG
@@ -227,6 +236,7 @@ class TextRAGDeps:
     max_candidates: int
     defaults: Any
     candidate_text: Literal["label", "path"] = "path"
+    calibrate: bool = False
 
 
 def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:

@@ -150,3 +150,38 @@ def test_prompts_mapping_by_name():
         create_llm_only_graph(None, llm=llm, prompts={"rag": "x"})
     with pytest.raises(ConfigError, match="valid: rag"):
         create_text_rag_graph(kg, llm=llm, prompts={"llm_only": "x"})
+
+
+def test_rag_calibrate_ranks_by_how_much_the_question_raises_each_candidate():
+    # Tom Hanks is the likelier reply to the question, but likelier still without it: calibrated, the
+    # question raises Ron Howard most
+    def scores(text: str, options: list[str]) -> list[float]:
+        asked = "who directed" in text
+        table = {"Ron Howard": (-2.0, -4.0), "Tom Hanks": (-1.0, -0.5)}
+        names = [o.removeprefix("Answer: ") for o in options]
+        return [table[n][0 if asked else 1] if n in table else -9.0 for n in names]
+
+    triples = [DIRECTED, Triple("Splash", "starred_actors", "Tom Hanks")]
+    state = {**SPLASH, "triples": triples}
+    for calibrate, want in ((False, ["Tom Hanks"]), (True, ["Ron Howard"])):
+        llm = FakeChat(logprobs=scores, tools=False)
+        deps = GraphRAGDeps(
+            kg=MeteredKG(MemoryKG(CONTRACT_TRIPLES)),
+            model=llm,
+            template=load_prompt("baselines", "rag"),
+            fanout_limit=200,
+            defaults=GraphRAGContext(max_triples=60, max_answers=10, decide="rank", answer_ratio=1.0),
+            calibrate=calibrate,
+        )
+        out = graph_rag_answer(deps, state, None)
+        assert out["answers"] == want
+        assert llm.calls["logprobs"] == (2 if calibrate else 1)
+        if calibrate:  # the baseline prompt has the topic entity in place of the question
+            assert "who directed" not in llm.prompts[1] and "[Splash]" in llm.prompts[1]
+            assert out["trace"][0]["calibrated"] is True
+
+
+@pytest.mark.parametrize("factory", [create_graph_rag_graph, create_text_rag_graph])
+def test_rag_calibrate_must_be_a_bool(factory):
+    with pytest.raises(ConfigError, match="calibrate must be True or False"):
+        factory(MemoryKG(CONTRACT_TRIPLES), llm=FakeChat(), calibrate="yes")
