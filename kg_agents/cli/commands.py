@@ -159,7 +159,8 @@ class MethodSetup:
     def model_used(self, kg: Any) -> str | None:
         """The name of the chat model the graph over ``kg`` runs (None: the method uses none): the
         embedded model's name with the specialist adapter where the method's ``adapter`` option gives it
-        one (``SmolLM2-135M-Instruct+metaqa`` on MetaQA by default)."""
+        one (``SmolLM2-135M-Instruct+metaqa`` on MetaQA by default; knowledge_navigator's own is
+        ``+metaqa-kn``)."""
         from kg_agents.core.models import default_llm
         from kg_agents.core.registry import get_method
 
@@ -172,7 +173,9 @@ class MethodSetup:
             # is its path decoder's and leaves the chat model as it is
             default = adapter.default
             if default in ("auto", "none"):
-                model = default_llm(model, kg=kg, adapter=self.factory_options.get("adapter", default))
+                model = default_llm(
+                    model, kg=kg, adapter=self.factory_options.get("adapter", default), method=self.name
+                )
         return str(getattr(model, "model_name", type(model).__name__))
 
     def context(self, graph: Any) -> Any:

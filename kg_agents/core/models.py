@@ -1,7 +1,8 @@
 """The chat model a graph uses: ``llm=None`` means the embedded local model, in every method.
 
-On the MetaQA graph the embedded model runs with the bundled specialist adapter (LoRA trained by
-``kg-agents train specialist`` on MetaQA's dev-train questions to rank every decision the methods ask of it);
+On the MetaQA graph the embedded model runs with a bundled specialist adapter (LoRA trained by
+``kg-agents train specialist`` on MetaQA's dev-train questions to rank every decision the methods ask of it):
+knowledge_navigator's own (:data:`BUNDLED_SPECIALISTS`), the shared one for every other method;
 ``adapter="none"`` gives the zero-shot model, ``adapter=DIR`` an adapter of your own.
 """
 
@@ -16,6 +17,7 @@ from kg_agents.llm import resolve_chat_model
 __all__ = [
     "ADAPTER_FORMS",
     "BUNDLED_SPECIALIST",
+    "BUNDLED_SPECIALISTS",
     "check_adapter",
     "default_calibrate",
     "default_llm",
@@ -26,9 +28,14 @@ __all__ = [
 #: The specialist adapter shipped in the package (MetaQA dev-train; its record is ``specialist_train.json``).
 BUNDLED_SPECIALIST = Path(__file__).resolve().parent.parent / "specialist" / "checkpoints" / "metaqa"
 
+#: A method's own bundled specialist where one measured better for it than the shared one. The two were
+#: trained with the same options; knowledge_navigator's data followed each question's hop count
+#: (``gold_paths=hops``), which taught its relation votes the question's chain (docs/results.md).
+BUNDLED_SPECIALISTS = {"knowledge_navigator": BUNDLED_SPECIALIST.parent / "metaqa-kn"}
+
 ADAPTER_FORMS = (
     "'auto' (the bundled specialist on the MetaQA graph with the embedded model, else none), "
-    "'specialist' (the bundled MetaQA specialist), 'none' (the zero-shot embedded model), "
+    "'specialist' (the method's bundled MetaQA specialist), 'none' (the zero-shot embedded model), "
     "or a folder holding a LoRA adapter from `kg-agents train specialist`"
 )
 
@@ -55,18 +62,20 @@ def is_metaqa(kg: Any) -> bool:
     return getattr(profile, "name", None) == "metaqa"
 
 
-def specialist_for(kg: Any, adapter: str = "auto") -> str | None:
-    """The adapter folder the embedded model runs with for ``adapter`` on ``kg`` (None: zero-shot)."""
+def specialist_for(kg: Any, adapter: str = "auto", method: str | None = None) -> str | None:
+    """The adapter folder the embedded model runs with for ``adapter`` on ``kg`` (None: zero-shot); the
+    bundled one is ``method``'s own where it has one (:data:`BUNDLED_SPECIALISTS`), else the shared one."""
     adapter = check_adapter(adapter)
     if adapter == "none" or (adapter == "auto" and not is_metaqa(kg)):
         return None
     if adapter not in ("auto", "specialist"):
         return adapter
-    if not (BUNDLED_SPECIALIST / "adapter_config.json").is_file():
+    bundled = BUNDLED_SPECIALISTS.get(method or "", BUNDLED_SPECIALIST)
+    if not (bundled / "adapter_config.json").is_file():
         if adapter == "auto":
             return None
-        raise ConfigError(f"no bundled specialist adapter at {BUNDLED_SPECIALIST}")
-    return str(BUNDLED_SPECIALIST)
+        raise ConfigError(f"no bundled specialist adapter at {bundled}")
+    return str(bundled)
 
 
 #: The embedded model's settings carried over when it is given the specialist adapter.
@@ -85,13 +94,14 @@ _LOCAL_SETTINGS = (
 )
 
 
-def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto") -> Any:
+def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto", method: str | None = None) -> Any:
     """The chat model a graph uses: ``llm`` itself, a ``resolve_chat_model`` spec resolved
     (``"local"``, ``"openai:<model>"``), or the embedded local model when None.
 
     The embedded model (``None``, ``"local"``, or a ``LocalChatModel`` of the bundled weights, whatever its
-    settings) runs with the adapter that ``adapter`` names for ``kg`` (see :func:`specialist_for`): on the
-    MetaQA graph, ``auto`` gives it the bundled specialist, with the same settings (``max_tokens``, ...).
+    settings) runs with the adapter that ``adapter`` names for ``kg`` and ``method`` (see
+    :func:`specialist_for`): on the MetaQA graph, ``auto`` gives it the method's bundled specialist, with the
+    same settings (``max_tokens``, ...).
     Any other model is used as it is.
 
     Raises:
@@ -109,7 +119,7 @@ def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto") -> Any:
                 f"{getattr(model, 'model_name', model)!r}; leave llm unset (or 'local') to use it"
             )
         return model
-    folder = specialist_for(kg, adapter)
+    folder = specialist_for(kg, adapter, method)
     if folder is None:
         return model
     settings = {k: getattr(model, k) for k in _LOCAL_SETTINGS}

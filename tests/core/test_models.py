@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import BUNDLED_SPECIALIST, check_adapter, default_llm, is_metaqa, specialist_for
+from kg_agents.core.models import (
+    BUNDLED_SPECIALIST,
+    BUNDLED_SPECIALISTS,
+    check_adapter,
+    default_llm,
+    is_metaqa,
+    specialist_for,
+)
 from kg_agents.core.registry import create_graph
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
@@ -31,6 +38,18 @@ def test_auto_picks_the_bundled_specialist_on_metaqa_only():
     assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist") == str(BUNDLED_SPECIALIST)
 
 
+def test_knowledge_navigator_has_its_own_bundled_specialist():
+    own = BUNDLED_SPECIALISTS["knowledge_navigator"]
+    assert (own / "adapter_config.json").is_file() and own != BUNDLED_SPECIALIST
+    metaqa = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
+    assert specialist_for(metaqa, "auto", "knowledge_navigator") == str(own)
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist", "knowledge_navigator") == str(own)
+    assert specialist_for(metaqa, "none", "knowledge_navigator") is None
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "auto", "knowledge_navigator") is None
+    for method in ("graph_explore", "graph_rag", None):  # every other method: the shared one
+        assert specialist_for(metaqa, "auto", method) == str(BUNDLED_SPECIALIST)
+
+
 @pytest.mark.parametrize("bad", ["", "bogus-folder", 3, None])
 def test_a_bad_adapter_is_a_config_error(bad):
     with pytest.raises(ConfigError, match="adapter"):
@@ -49,6 +68,21 @@ def test_your_own_model_is_used_as_it_is_and_takes_no_adapter():
     assert default_llm(chat, kg=kg, adapter="none") is chat
     with pytest.raises(ConfigError, match="is for the embedded model"):
         default_llm(chat, kg=kg, adapter="specialist")
+
+
+def test_knowledge_navigator_asks_for_its_own_adapter(monkeypatch):
+    import kg_agents.methods.knowledge_navigator.graph as kn
+
+    asked = {}
+    real = kn.default_llm
+
+    def spy(llm, **kwargs):
+        asked.update(kwargs)
+        return real(llm, **kwargs)
+
+    monkeypatch.setattr(kn, "default_llm", spy)
+    create_graph("knowledge_navigator", MemoryKG(CONTRACT_TRIPLES), llm=FakeChat())
+    assert asked["method"] == "knowledge_navigator" and asked["adapter"] == "auto"
 
 
 @pytest.mark.parametrize("method", ADAPTER_METHODS)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kg_agents.core.models import BUNDLED_SPECIALIST, default_llm
+from kg_agents.core.models import BUNDLED_SPECIALIST, BUNDLED_SPECIALISTS, default_llm
 from kg_agents.core.registry import create_graph
 from kg_agents.kg import open_kg
 from kg_agents.kg.base import verify_path
@@ -22,16 +22,20 @@ def metaqa():
     return open_kg("metaqa")
 
 
-def test_the_shipped_adapter_carries_its_training_record():
-    record = json.loads((BUNDLED_SPECIALIST / "specialist_train.json").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("folder", [BUNDLED_SPECIALIST, *BUNDLED_SPECIALISTS.values()])
+def test_the_shipped_adapters_carry_their_training_record(folder):
+    record = json.loads((folder / "specialist_train.json").read_text(encoding="utf-8"))
     assert record["objective"] == "rank" and record["split"] == "train"
     assert record["loss_curve"] and record["decisions_per_role"]
-    size = sum(f.stat().st_size for f in BUNDLED_SPECIALIST.glob("adapter_model.*"))
+    size = sum(f.stat().st_size for f in folder.glob("adapter_model.*"))
     assert 0 < size < 10_000_000 and record["adapter_bytes"] == size
+    assert (folder / "README.md").is_file()
 
 
 def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_request(metaqa):
     assert default_llm(None, kg=metaqa).model_name == "SmolLM2-135M-Instruct+metaqa"
+    own = default_llm(None, kg=metaqa, method="knowledge_navigator")
+    assert own.model_name == "SmolLM2-135M-Instruct+metaqa-kn"
     assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
 
@@ -64,8 +68,10 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     def used(method, settings=()):
         return MethodSetup.from_args(method, list(settings), "local").model_used(metaqa)
 
-    assert used("knowledge_navigator") == "SmolLM2-135M-Instruct+metaqa"
+    assert used("knowledge_navigator") == "SmolLM2-135M-Instruct+metaqa-kn"  # its own adapter
+    assert used("knowledge_navigator", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-kn"
     assert used("knowledge_navigator", ["adapter=none"]) == "smollm2-135m-instruct"
+    assert used("graph_explore") == "SmolLM2-135M-Instruct+metaqa"
     assert used("graph_agent") == "smollm2-135m-instruct"
     assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa"
     assert used("gcr", ["num_beams=5"]) == "smollm2-135m-instruct"
