@@ -605,9 +605,10 @@ class ExploreInteraction(Interaction):
             # is dropped (traced) and the step explores as if it had not been written
             trace["thought_finish_dropped"] = parsed.finish
         linked: list[str] = []
-        if ranked and not branch.get("steps") and branch.get("starts"):
-            # the question's topic entities are given: nothing to extract on the first step
-            trace["extracted"] = "topic entities"
+        if ranked and branch.get("starts"):
+            # ranked route: the search goes on from the nodes the chain has reached (the topic entities on
+            # the first step), not from names the model writes in its thought
+            trace["extracted"] = "reached entities" if branch.get("steps") else "topic entities"
         else:
             # Entity extraction: from the question on the first step, from the thought afterwards.
             source = thought if branch.get("steps") else f"{question}\n{thought}"

@@ -703,3 +703,21 @@ def test_ranked_explorer_keeps_a_written_finish_on_a_reached_node():
     steps = _trace(out, "expand")
     assert len(steps) == 2 and "thought_finish_dropped" not in steps[1]
     assert out["answers"] == ["Ron Howard"]
+
+
+def test_ranked_explorer_goes_on_from_the_nodes_it_reached_without_extraction():
+    # End? says No: the second step explores from Ron Howard, whom the first reached, and the model is
+    # never asked to extract entity names from its thought (the papers' route still does)
+    def scores(text: str, options: list[str]) -> list[float]:
+        if options == ["[Yes]", "[No]"]:
+            return [-1.0, 0.0]
+        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
+
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=2).invoke(Q)
+    steps = _trace(out, "expand")
+    assert [s["extracted"] for s in steps] == ["topic entities", "reached entities"]
+    assert steps[1]["search"][0]["entities"] == ["Ron Howard"] and llm.calls[EXTRACT] == 0
+    gen = FakeChat(rules=explore_rules(lambda p: "I need the director.", end="[No]"), tools=False)
+    create_graph_explore_graph(KG, llm=gen, max_steps=2, decide="generate").invoke(Q)
+    assert gen.calls[EXTRACT] == 2
