@@ -649,12 +649,20 @@ def test_garbage_scores_still_give_only_valid_actions_and_grounded_answers(seed)
     assert set(out["answers"]) <= {KG.label(e) for e in ends}
 
 
-def test_ranked_explorer_prunes_and_ends_by_ranking():
+def director_scores(end: bool):
+    """Scripted option scores: End? answers ``[Yes]`` when ``end``, else ``[No]``; every other ranking
+    prefers ``directed_by`` and Ron Howard."""
+
     def scores(text: str, options: list[str]) -> list[float]:
         if options == ["[Yes]", "[No]"]:
-            return [0.0, -1.0]
+            return [0.0, -1.0] if end else [-1.0, 0.0]
         return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
 
+    return scores
+
+
+def test_ranked_explorer_prunes_and_ends_by_ranking():
+    scores = director_scores(end=True)
     llm = FakeChat(
         rules=explore_rules(lambda p: "I need the director of Splash."), logprobs=scores, tools=False
     )
@@ -670,11 +678,7 @@ def test_ranked_explorer_prunes_and_ends_by_ranking():
 def test_ranked_explorer_drops_a_written_finish_that_names_nothing_reached():
     # the small model's thought answers before any exploration: on the ranked route End? decides when to
     # stop, so the written Finish (a node no triple reached) is dropped, traced, and the step explores
-    def scores(text: str, options: list[str]) -> list[float]:
-        if options == ["[Yes]", "[No]"]:
-            return [0.0, -1.0]
-        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
-
+    scores = director_scores(end=True)
     llm = FakeChat(
         rules=explore_rules(lambda p: "Splash was directed by Steven Spielberg. Finish[Steven Spielberg]"),
         logprobs=scores,
@@ -692,11 +696,7 @@ def test_ranked_explorer_drops_a_written_finish_that_names_nothing_reached():
 
 
 def test_ranked_explorer_keeps_a_written_finish_on_a_reached_node():
-    def scores(text: str, options: list[str]) -> list[float]:
-        if options == ["[Yes]", "[No]"]:
-            return [-1.0, 0.0]  # End? says No: only the written Finish can end the chain
-        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
-
+    scores = director_scores(end=False)  # End? says No: only the written Finish can end the chain
     thoughts = iter(["I need the director of Splash.", "Ron Howard directed it. Finish[Ron Howard]"])
     llm = FakeChat(rules=explore_rules(lambda p: next(thoughts)), logprobs=scores, tools=False)
     out = create_graph_explore_graph(KG, llm=llm, max_steps=2).invoke(Q)
@@ -708,11 +708,7 @@ def test_ranked_explorer_keeps_a_written_finish_on_a_reached_node():
 def test_ranked_explorer_goes_on_from_the_nodes_it_reached_without_extraction():
     # End? says No: the second step explores from Ron Howard, whom the first reached, and the model is
     # never asked to extract entity names from its thought (the papers' route still does)
-    def scores(text: str, options: list[str]) -> list[float]:
-        if options == ["[Yes]", "[No]"]:
-            return [-1.0, 0.0]
-        return [0.0 if ("directed_by" in o or "Ron Howard" in o) else -9.0 for o in options]
-
+    scores = director_scores(end=False)
     llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
     out = create_graph_explore_graph(KG, llm=llm, max_steps=2).invoke(Q)
     steps = _trace(out, "expand")
