@@ -38,12 +38,14 @@ __all__ = [
     "Decide",
     "Decision",
     "answer_candidates",
+    "check_calibrate",
     "check_decide",
     "check_ratio",
     "current_decision",
     "ground_answers",
     "rank",
     "ranked_answers",
+    "topic_question",
 ]
 
 Decide = Literal["rank", "generate"]
@@ -55,6 +57,26 @@ def check_decide(value: Any) -> Decide:
     if value not in DECIDE_MODES:
         raise ConfigError(f"decide must be one of {', '.join(DECIDE_MODES)}, got {value!r}")
     return value  # type: ignore[no-any-return]
+
+
+def check_calibrate(value: Any) -> bool:
+    """``value`` as a ``calibrate`` flag, or ConfigError unless it is True or False."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"calibrate must be True or False, got {value!r}")
+    return value
+
+
+def topic_question(labels: Iterable[str]) -> str:
+    """The question of a calibration baseline (``rank(..., baseline=)``): its words taken out, only its
+    topic entities left, each bracketed as KG text.
+
+    Example:
+        >>> topic_question(["Splash", "Tom Hanks"])
+        '[Splash] [Tom Hanks]'
+    """
+    from kg_agents.untrusted import kg_text
+
+    return " ".join(f"[{kg_text(label)}]" for label in labels)
 
 
 def check_ratio(value: Any, name: str = "answer_ratio") -> float:

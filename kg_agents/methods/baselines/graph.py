@@ -32,7 +32,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from kg_agents.core.decide import Decide, check_decide, check_ratio
+from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -61,18 +61,11 @@ __all__ = [
     "LLMOnlyContext",
     "TextRAGContext",
     "TextRAGState",
-    "check_calibrate",
     "check_candidate_text",
     "create_graph_rag_graph",
     "create_llm_only_graph",
     "create_text_rag_graph",
 ]
-
-
-def check_calibrate(value: Any) -> None:
-    """ConfigError unless ``value`` is True or False."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"calibrate must be True or False, got {value!r}")
 
 
 def check_candidate_text(value: Any) -> None:

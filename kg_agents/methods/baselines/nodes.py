@@ -25,7 +25,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
-from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
+from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers, topic_question
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
@@ -169,8 +169,9 @@ def answer_from_paths(
             ]
         baseline = None
         if deps.calibrate:  # the same prompt with the question's words taken out: only its topic entities
-            topic_text = " ".join(f"[{kg_text(kg.label(e))}]" for e in topics)
-            baseline = rag_messages(deps, {**state, "question": topic_text}, triples)
+            baseline = rag_messages(
+                deps, {**state, "question": topic_question(map(kg.label, topics))}, triples
+            )
         ranking = rank(
             deps.model, messages, texts, prefix="Answer: ", role="answer", keys=labels, baseline=baseline
         )

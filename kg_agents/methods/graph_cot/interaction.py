@@ -27,7 +27,14 @@ from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field
 
 from kg_agents.core.answers import parse_answers
-from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
+from kg_agents.core.decide import (
+    answer_candidates,
+    check_calibrate,
+    ground_answers,
+    rank,
+    ranked_answers,
+    topic_question,
+)
 from kg_agents.core.metering import MeteredKG, invoke_llm
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.support import support_paths
@@ -277,9 +284,7 @@ class AgentInteraction(Interaction):
         self, *args: Any, action_mode: ActionMode, max_actions: int, calibrate: bool = False, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
-        if not isinstance(calibrate, bool):
-            raise ConfigError(f"calibrate must be True or False, got {calibrate!r}")
-        self.calibrate = calibrate
+        self.calibrate = check_calibrate(calibrate)
         self.tools = {
             t.name: t for t in kg_toolkit(self.kg, self.box.index, max_neighbors=self.box.max_neighbors)
         }
@@ -385,7 +390,7 @@ class AgentInteraction(Interaction):
         replies = list(keys)
         baseline = None
         if self.calibrate:  # the same step with the question's words taken out: only its topic entities
-            topics = " ".join(f"[{kg_text(entity_label(self.kg, e))}]" for e in branch.get("starts") or [])
+            topics = topic_question(entity_label(self.kg, e) for e in branch.get("starts") or [])
             baseline = self._step_messages(branch, topics)
         ranking = rank(
             self.model,

@@ -54,7 +54,7 @@ from kg_agents.core.nodes import resolve_entities, verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.core.state import ErrorRecord
 from kg_agents.errors import ConfigError, KGAgentsError, KGError
-from kg_agents.kg.base import Path, Triple
+from kg_agents.kg.base import Triple
 from kg_agents.kg.text import bracketed
 from kg_agents.methods.graph_cot.interaction import PATH_HOPS, Interaction, triple_text
 from kg_agents.methods.graph_cot.parsing import parse_score, parse_selection
@@ -65,7 +65,6 @@ __all__ = [
     "ROOT",
     "GraphCoTDeps",
     "answer",
-    "candidate_answers",
     "child_branch",
     "collect",
     "collect_merged",
@@ -504,7 +503,7 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
             messages = method.prompts["final_answer"].format_messages(question=state["question"], chain=chain)
             try:
                 if settings.get("decide", "rank") == "rank":
-                    labels = list(candidate_answers(method, best))
+                    labels = list(method.candidates(best))
                     if labels:
                         ranking = rank(
                             method.model, messages, labels, prefix="Answer: ", role="answer", keys=labels
@@ -518,7 +517,7 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
                 return {"answers": [], "paths": [], **failed}
     answers = [a for a in answers if a][:20]
     # every answer is a node the chain reached, on a verified path from a start: the rest is dropped
-    candidates = candidate_answers(method, best) if best else {}
+    candidates = method.candidates(best) if best else {}
     answers, paths, dropped = ground_answers(answers, candidates)
     update = verified_paths_update(method.kg, paths)
     evidence = [triple_text(method.kg, t) for t in (best.get("triples") or [])] if best else []
@@ -538,8 +537,3 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
         kind = "UngroundedAnswer" if dropped else "NoAnswer"
         update["errors"] = [error_record("answer", f"no answer on a path the chain saw ({how})", type=kind)]
     return update
-
-
-def candidate_answers(interaction: Interaction, branch: dict[str, Any]) -> dict[str, list[Path]]:
-    """The nodes a branch's triples connect to its start entities (shortest paths), by label."""
-    return interaction.candidates(branch)
