@@ -264,6 +264,19 @@ class Interaction:
         return answer_candidates(self.kg.label, paths, exclude=starts)
 
 
+def walk_depth(steps: Sequence[dict[str, Any]]) -> int:
+    """How many hops an agent's chain has walked: its ``NeighborCheck`` steps that reached nodes.
+
+    Example:
+        >>> walk_depth([{"action": "RetrieveNode[Splash]", "nodes": ["Splash"]},
+        ...             {"action": "NeighborCheck[Splash, directed_by]", "nodes": ["Ron Howard"]}])
+        1
+    """
+    return sum(
+        1 for st in steps if str(st.get("action") or "").startswith("NeighborCheck") and st.get("nodes")
+    )
+
+
 class AgentInteraction(Interaction):
     """Graph-CoT's agent (sec. 4.2.1): a thought and actions per step, run with :class:`KGToolbox`.
 
@@ -327,7 +340,7 @@ class AgentInteraction(Interaction):
         return msgs
 
     def action_options(
-        self, branch: dict[str, Any]
+        self, branch: dict[str, Any], walk: int | None = None
     ) -> list[tuple[str, list[tuple[str, list[str]]], list[str] | None]]:
         """Every action the agent can take next, each valid by construction: ``(thought, actions, finish)``.
 
@@ -336,6 +349,10 @@ class AgentInteraction(Interaction):
         relation those nodes have (both directions; run on each of them, at most ``max_actions``), and
         ``Finish`` with the frontier's labels once a ``NeighborCheck`` reached it. An action the chain
         already took is not offered again.
+
+        With a walk length ``walk`` (the ranked route's ``hops``), ``Finish`` is not offered before the
+        chain has made that many ``NeighborCheck`` steps that reached nodes, and is the only option once it
+        has.
         """
         steps = branch.get("steps") or []
         starts = list(branch.get("starts") or [])
@@ -368,12 +385,20 @@ class AgentInteraction(Interaction):
             options.append((thought, actions, None))
         if last.get("nodes") and str(last.get("action") or "").startswith("NeighborCheck"):
             labels = [entity_label(self.kg, n) for n in last["nodes"]]
-            options.append((f"The answer is {' | '.join(map(kg_text, labels))}.", [], labels))
+            finish: tuple[str, list[tuple[str, list[str]]], list[str] | None] = (
+                f"The answer is {' | '.join(map(kg_text, labels))}.",
+                [],
+                labels,
+            )
+            if walk is None:
+                options.append(finish)
+            elif walk_depth(steps) >= walk:
+                return [finish]
         return options
 
     def think_ranked(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
         """The next step chosen by ranking :meth:`action_options` (candidate ``j`` takes the j-th best)."""
-        options = self.action_options(branch)
+        options = self.action_options(branch, settings.get("walk_hops"))
         if not options:  # nothing to choose from (no topic entity): the model writes the step
             msg = self._text_step(branch, question, settings)
             msg.additional_kwargs["ranking"] = {"route": "none", "options": 0}
@@ -602,12 +627,13 @@ class ExploreInteraction(Interaction):
         step: dict[str, Any] = {"thought": thought}
         trace: dict[str, Any] = {}
         ranked = settings.get("decide", "rank") == "rank"
+        walk = settings.get("walk_hops") if ranked else None
         if parsed.finish is not None:
-            if not ranked or ground_answers(parsed.finish, self.candidates(branch))[0]:
+            if not ranked or (not walk and ground_answers(parsed.finish, self.candidates(branch))[0]):
                 step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
                 return {"step": step, "triples": [], "starts": [], "answers": parsed.finish}
-            # ranked route: End? decides when to stop; a written Finish naming no node the chain reached
-            # is dropped (traced) and the step explores as if it had not been written
+            # ranked route: End? (or the walk's length) decides when to stop; a written Finish naming no
+            # node the chain reached is dropped (traced) and the step explores as if it had not been written
             trace["thought_finish_dropped"] = parsed.finish
         linked: list[str] = []
         if ranked and branch.get("starts"):
@@ -625,7 +651,9 @@ class ExploreInteraction(Interaction):
         trace["linked"] = linked
         visited = list(branch.get("visited") or [])
         seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
-        found, new_seen, search_trace = self._search(question, thought, seen, visited, branch, settings)
+        found, new_seen, search_trace, depth = self._search(
+            question, thought, seen, visited, branch, settings
+        )
         trace["search"] = search_trace
         step["observation"] = "; ".join(kg_text(triple_text(self.kg, t)) for t in found) or "no new triples"
         answers = None
@@ -641,6 +669,7 @@ class ExploreInteraction(Interaction):
             "answers": answers,
             "seen": new_seen,
             "visited": visited,
+            "depth": depth,
             "trace": trace,
         }
 
@@ -673,14 +702,22 @@ class ExploreInteraction(Interaction):
         visited: list[str],
         branch: dict[str, Any],
         settings: dict[str, Any],
-    ) -> tuple[list[Triple], list[str], list[dict[str, Any]]]:
-        """Algorithm 1: ``search_depth`` BFS levels of relation then entity pruning, End? after each."""
+    ) -> tuple[list[Triple], list[str], list[dict[str, Any]], int]:
+        """Algorithm 1: ``search_depth`` BFS levels of relation then entity pruning, End? after each.
+
+        Returns the triples found, the entities seen, a trace record per level, and the chain's depth
+        (BFS levels run since its topic entities). With a walk length (``settings["walk_hops"]``, the
+        ranked route's ``hops``) End? is not asked: the chain ends once its depth reaches that length.
+        """
         found: list[Triple] = []
         trace: list[dict[str, Any]] = []
+        depth = int(branch.get("depth") or 0)
+        walk = settings.get("walk_hops") if settings.get("decide", "rank") == "rank" else None
         for level in range(settings["search_depth"]):
             todo = [e for e in seen if e not in visited][: self.max_entities]
             if not todo:
                 break
+            depth += 1
             rec: dict[str, Any] = {"level": level, "entities": todo, "relations": {}, "truncated": []}
             for ent in todo:
                 visited.append(ent)
@@ -750,6 +787,11 @@ class ExploreInteraction(Interaction):
                         if other not in seen:
                             seen.append(other)
             trace.append(rec)
+            if walk:  # the walk's length decides, not the model
+                rec["end"], rec["end_by"] = depth >= walk, "hops"
+                if rec["end"]:
+                    break
+                continue
             triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
             end_prompt = self.prompts["explore_end"].format_messages(
                 question=question,
@@ -775,4 +817,4 @@ class ExploreInteraction(Interaction):
                 rec["end"] = parse_yes(str(invoke_llm(self.model, end_prompt).content))
             if rec["end"]:
                 break
-        return list(dict.fromkeys(found)), seen, trace
+        return list(dict.fromkeys(found)), seen, trace, depth

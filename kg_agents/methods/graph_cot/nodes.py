@@ -49,7 +49,9 @@ from langgraph.types import Send
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import ground_answers, rank
+from kg_agents.core.hops import load_hop_classifier
 from kg_agents.core.metering import invoke_llm, metered
+from kg_agents.core.models import is_metaqa
 from kg_agents.core.nodes import resolve_entities, verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.core.state import ErrorRecord
@@ -80,6 +82,7 @@ __all__ = [
     "score",
     "select",
     "vote",
+    "walk_hops",
 ]
 
 #: The id of the root branch.
@@ -94,11 +97,15 @@ class GraphCoTDeps:
         interaction: the agent or the explorer (model, metered KG, toolbox, prompts).
         defaults: the factory's full context (every field set); a run's context is laid over it.
         index: an ``EntityIndex`` for topic entities, or None.
+        hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
+            ``"auto"``/``"predict"`` (None: knowledge_navigator's bundled hop classifier, loaded on the
+            first question that needs it).
     """
 
     interaction: Interaction
     defaults: GraphCoTContext
     index: Any = None
+    hop_classifier: Any = None
 
 
 # --------------------------------------------------------------------------- branches
@@ -115,6 +122,7 @@ def root_branch(topic_entities: list[str]) -> dict[str, Any]:
         "starts": topic_entities,
         "seen": list(topic_entities),
         "visited": [],
+        "depth": 0,
         "attributes": [],
         "answers": None,
         "done": False,
@@ -144,6 +152,7 @@ def child_branch(
         "starts": list(dict.fromkeys([*(parent.get("starts") or []), *grounded.get("starts", [])])),
         "seen": grounded.get("seen", parent.get("seen") or []),
         "visited": grounded.get("visited", parent.get("visited") or []),
+        "depth": grounded.get("depth", parent.get("depth") or 0),
         "attributes": parent.get("attributes") or [],
         "answers": answers,
         "done": answers is not None,
@@ -162,6 +171,26 @@ def level_candidates(state: GraphCoTState) -> dict[str, list[dict[str, Any]]]:
 
 
 # --------------------------------------------------------------------------- prepare
+def walk_hops(deps: GraphCoTDeps, settings: dict[str, Any], question: str, topics: list[str]) -> int | None:
+    """The walk length of a run's ranked route (None: the chain decides when to stop).
+
+    ``hops`` an integer is taken as it is; ``"predict"`` asks the hop classifier (the question with its
+    topic entities masked, as knowledge_navigator does); ``"auto"`` does so on the MetaQA graph, whose
+    question forms the bundled classifier was trained on, and nowhere else; ``"none"`` and the papers'
+    route (``decide="generate"``) give None.
+    """
+    mode = settings.get("hops", "none")
+    if settings.get("decide", "rank") != "rank" or mode == "none" or not topics:
+        return None
+    if isinstance(mode, int):
+        return mode
+    if mode == "auto" and deps.hop_classifier is None and not is_metaqa(deps.interaction.kg):
+        return None
+    clf = deps.hop_classifier if deps.hop_classifier is not None else load_hop_classifier()
+    kg = deps.interaction.kg
+    return max(1, int(clf.predict([question], [[kg.label(e) for e in topics]])[0]))
+
+
 def halt_prepare(error: BaseException | str, *, type: str | None = None, **extra: Any) -> dict[str, Any]:
     """The ``prepare`` update that ends a question before any thought: no answers, the error recorded
     (``type`` names a message's kind; an exception's is its class name)."""
@@ -207,6 +236,10 @@ def prepare(
             ids = list(index.topic_entities(question))
         except KGAgentsError as exc:
             errors.append(error_record("prepare", exc))
+    try:
+        settings["walk_hops"] = walk_hops(deps, settings, question, ids)
+    except KGAgentsError as exc:
+        return halt_prepare(exc, settings=settings)
     return {
         "topic_entities": ids,
         "settings": settings,
@@ -220,6 +253,7 @@ def prepare(
                 "strategy": settings["strategy"],
                 "evaluator": settings["evaluator"],
                 "mode": deps.interaction.mode,
+                "hops": settings["walk_hops"],
             }
         ],
     }
@@ -326,6 +360,7 @@ def merge(deps: GraphCoTDeps, payload: dict[str, Any]) -> dict[str, Any]:
         "starts": list(dict.fromkeys([*(a.get("starts") or []), *(b.get("starts") or [])])),
         "seen": list(dict.fromkeys([*(a.get("seen") or []), *(b.get("seen") or [])])),
         "visited": list(dict.fromkeys([*(a.get("visited") or []), *(b.get("visited") or [])])),
+        "depth": max(int(a.get("depth") or 0), int(b.get("depth") or 0)),
         "level": a["level"] - 1,
     }
     cid = f"{a['id']}+{b['id']}"

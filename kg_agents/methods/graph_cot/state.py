@@ -24,12 +24,14 @@ from kg_agents.errors import ConfigError
 
 __all__ = [
     "EVALUATORS",
+    "HOPS_MODES",
     "MAX_LEVELS",
     "STRATEGIES",
     "Evaluator",
     "GraphCoTContext",
     "GraphCoTState",
     "Strategy",
+    "check_hops",
     "merge_dicts",
     "run_settings",
 ]
@@ -55,6 +57,8 @@ class GraphCoTContext:
         max_steps: chain length n (CoT).
         search_depth: KG search depth d (``graph_explore``).
         decide: ``rank`` (choices ranked by the model's log-probability) or ``generate`` (written).
+        hops: the walk's length on the ranked route: ``"auto"``, ``"predict"``, ``"none"`` or a positive
+            integer (see the factories).
     """
 
     strategy: Strategy | None = None
@@ -65,6 +69,28 @@ class GraphCoTContext:
     max_steps: int | None = None
     search_depth: int | None = None
     decide: Literal["rank", "generate"] | None = None
+    hops: int | str | None = None
+
+
+#: The ``hops`` options besides a positive integer.
+HOPS_MODES = ("auto", "predict", "none")
+
+
+def check_hops(hops: Any) -> int | str:
+    """``hops`` validated: one of :data:`HOPS_MODES` or a positive integer.
+
+    Raises:
+        ConfigError: anything else.
+
+    Example:
+        >>> check_hops(2), check_hops("auto")
+        (2, 'auto')
+    """
+    if isinstance(hops, str) and hops in HOPS_MODES:
+        return hops
+    if isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1:
+        return hops
+    raise ConfigError(f"hops must be one of {', '.join(HOPS_MODES)} or a positive integer, got {hops!r}")
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
@@ -83,6 +109,7 @@ def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
         "max_steps": ctx.max_steps,
         "search_depth": ctx.search_depth,
         "decide": ctx.decide or "rank",
+        "hops": check_hops("none" if ctx.hops is None else ctx.hops),
     }
     if s["decide"] not in ("rank", "generate"):
         raise ConfigError(f"decide must be 'rank' or 'generate', got {s['decide']!r}")

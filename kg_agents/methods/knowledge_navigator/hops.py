@@ -1,39 +1,25 @@
-"""Hop-count prediction for KnowledgeNavigator (question analysis, eq. 1-2 of the paper).
-
-``h_Q = argmax_h P(h | PLM(Q))``: a frozen sentence encoder (all-MiniLM-L6-v2, the shared encoder of
-:mod:`kg_agents.kg.encoder`) embeds the question and a small softmax-regression head, trained on the
-hop labels of the MetaQA dev-train split, predicts the number of hops ``1..H``. The paper fine-tunes
-BERT; here only the head is trained, so the checkpoint is a few kilobytes and ships in the package
-(``kg_agents/methods/knowledge_navigator/checkpoints/``).
-
-The topic entity is masked before encoding (MetaQA marks it ``[in brackets]``; for other questions the
-linked entity labels are masked), so the head learns the question's relational shape, not its names.
+"""KnowledgeNavigator's hop classifier (eq. 1-2): it lives in :mod:`kg_agents.core.hops`, since graph_agent
+and graph_explore use it too (the walk's length); this module keeps its old import path.
 
 Example:
-    >>> from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
-    >>> clf = load_hop_classifier()                                  # doctest: +SKIP
-    >>> clf.predict(["who directed the films written by [Babaloo Mandel]"])  # doctest: +SKIP
-    [2]
+    >>> from kg_agents.methods.knowledge_navigator.hops import HopClassifier, load_hop_classifier
+    >>> HopClassifier.__module__
+    'kg_agents.core.hops'
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
-import re
-import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-
-from kg_agents.errors import ConfigError, ModelError
-from kg_agents.files import atomic_write
-from kg_agents.kg.encoder import get_sentence_encoder
-from kg_agents.kg.text import BRACKETED
+from kg_agents.core.hops import (
+    CHECKPOINT_DIR,
+    ENTITY_MASK,
+    HopClassifier,
+    default_encoder,
+    encode,
+    forget_loaded,
+    load_hop_classifier,
+    mask_entities,
+    softmax,
+)
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -46,177 +32,3 @@ __all__ = [
     "mask_entities",
     "softmax",
 ]
-
-CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints"
-ENTITY_MASK = "ENTITY"
-_LOCK = threading.Lock()
-_LOADED: dict[str, HopClassifier] = {}
-
-
-def mask_entities(question: str, entities: Iterable[str] = ()) -> str:
-    """The question with its topic entity replaced by ``ENTITY``.
-
-    Bracketed spans (MetaQA's ``[Tom Hanks]``) are masked; so is every given entity label found in the
-    question (case-insensitively, longest first).
-
-    Args:
-        question: the question text.
-        entities: labels of the question's topic entities (optional).
-
-    Example:
-        >>> mask_entities("what films did [Tom Hanks] star in")
-        'what films did ENTITY star in'
-        >>> mask_entities("who directed Big", ["Big"])
-        'who directed ENTITY'
-    """
-    text = BRACKETED.sub(ENTITY_MASK, question)
-    for label in sorted({e for e in entities if e and e.strip()}, key=len, reverse=True):
-        text = re.sub(rf"(?<!\w){re.escape(label)}(?!\w)", ENTITY_MASK, text, flags=re.IGNORECASE)
-    return " ".join(text.split())
-
-
-def default_encoder() -> Any:
-    """The shared sentence encoder: all-MiniLM-L6-v2, offline (``kg.encoder.get_sentence_encoder``)."""
-    return get_sentence_encoder()
-
-
-def encode(encoder: Any, texts: Sequence[str]) -> np.ndarray:
-    """Float32 embeddings of ``texts``, shape ``(len(texts), dim)``.
-
-    ``encoder`` is a kg-agents encoder (a callable ``texts -> array``, see :mod:`kg_agents.kg.encoder`)
-    or a sentence-transformers model (its ``encode`` is used, unit-normalised).
-    """
-    if callable(encoder) and not hasattr(encoder, "encode"):
-        vecs = encoder(list(texts))
-    else:
-        vecs = encoder.encode(
-            list(texts), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-        )
-    return np.asarray(vecs, dtype=np.float32)
-
-
-@dataclass
-class HopClassifier:
-    """A frozen sentence encoder plus a linear softmax head over hop counts.
-
-    Args:
-        weight: the head's weights, shape ``(dim, n_classes)``.
-        bias: shape ``(n_classes,)``.
-        classes: the hop count of each output, e.g. ``[1, 2, 3]``.
-        encoder: an encoder (a callable ``texts -> array`` or a sentence-transformers model); None for
-            the shared all-MiniLM-L6-v2, loaded on first use.
-        meta: what the checkpoint says about its training (data, seed, accuracy).
-
-    Shapes:
-        input: ``n`` question strings; output: ``n`` hop counts / an ``(n, n_classes)`` probability array.
-    """
-
-    weight: np.ndarray
-    bias: np.ndarray
-    classes: list[int]
-    encoder: Any = None
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.weight = np.asarray(self.weight, dtype=np.float32)
-        self.bias = np.asarray(self.bias, dtype=np.float32)
-        if (
-            self.weight.ndim != 2
-            or self.weight.shape[1] != len(self.classes)
-            or self.bias.shape != (len(self.classes),)
-        ):
-            raise ConfigError(
-                f"hop head shapes do not match: weight {self.weight.shape}, bias {self.bias.shape}, "
-                f"{len(self.classes)} classes"
-            )
-
-    def __repr__(self) -> str:
-        return f"HopClassifier(dim={self.weight.shape[0]}, classes={self.classes})"
-
-    def _embed(self, questions: Sequence[str], entities: Sequence[Iterable[str]] | None) -> np.ndarray:
-        if self.encoder is None:
-            self.encoder = default_encoder()
-        ents = entities if entities is not None else [()] * len(questions)
-        texts = [mask_entities(q, e) for q, e in zip(questions, ents, strict=True)]
-        return encode(self.encoder, texts)
-
-    def predict_proba(
-        self, questions: Sequence[str], entities: Sequence[Iterable[str]] | None = None
-    ) -> np.ndarray:
-        """``P(h | question)`` for each question, shape ``(n, n_classes)``.
-
-        Args:
-            questions: question texts.
-            entities: per question, the topic-entity labels to mask (optional).
-        """
-        if not questions:
-            return np.zeros((0, len(self.classes)), dtype=np.float32)
-        return softmax(self._embed(questions, entities) @ self.weight + self.bias)
-
-    def predict(self, questions: Sequence[str], entities: Sequence[Iterable[str]] | None = None) -> list[int]:
-        """The most likely hop count of each question (eq. 2)."""
-        probs = self.predict_proba(questions, entities)
-        return [self.classes[i] for i in probs.argmax(axis=1)]
-
-    def save(self, directory: str | Path) -> Path:
-        """Write ``head.npz`` and ``meta.json`` into ``directory``.
-
-        Each file is written whole or not at all (:func:`~kg_agents.files.atomic_write`), the head
-        first; ``meta.json`` holds the head's SHA-256, so a save cut between the two files leaves a
-        checkpoint that :meth:`load` refuses instead of one whose parts come from two runs.
-        """
-        d = Path(directory)
-        buf = io.BytesIO()
-        np.savez(buf, weight=self.weight, bias=self.bias)
-        head = buf.getvalue()
-        meta = {**self.meta, "classes": list(self.classes), "head_sha256": hashlib.sha256(head).hexdigest()}
-        atomic_write(d / "head.npz", head)
-        atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        return d
-
-    @classmethod
-    def load(cls, directory: str | Path, encoder: Any = None) -> HopClassifier:
-        """Read a checkpoint written by :meth:`save`.
-
-        Raises:
-            ModelError: the directory has no checkpoint or it cannot be read.
-        """
-        d = Path(directory)
-        try:
-            meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
-            head = (d / "head.npz").read_bytes()
-            with np.load(io.BytesIO(head)) as z:
-                weight, bias = z["weight"], z["bias"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ModelError(
-                f"no readable hop-classifier checkpoint in {d}; train one with `kg-agents train hops`"
-            ) from exc
-        if meta.get("head_sha256") not in (None, hashlib.sha256(head).hexdigest()):
-            raise ModelError(
-                f"the hop-classifier checkpoint in {d} is incomplete (its head.npz and meta.json come "
-                "from different saves: an interrupted `kg-agents train hops`); train it again"
-            )
-        return cls(weight, bias, [int(c) for c in meta["classes"]], encoder=encoder, meta=meta)
-
-
-def softmax(z: np.ndarray) -> np.ndarray:
-    """Row-wise softmax."""
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]
-
-
-def load_hop_classifier(directory: str | Path | None = None) -> HopClassifier:
-    """The bundled hop classifier (or the one in ``directory``), loaded once per process."""
-    d = Path(directory) if directory is not None else CHECKPOINT_DIR
-    key = str(d.resolve())
-    with _LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = HopClassifier.load(d)
-        return _LOADED[key]
-
-
-def forget_loaded(directory: str | Path) -> None:
-    """Drop the cached classifier of ``directory`` (after a trainer rewrote it)."""
-    with _LOCK:
-        _LOADED.pop(str(Path(directory).resolve()), None)

@@ -717,3 +717,123 @@ def test_ranked_explorer_goes_on_from_the_nodes_it_reached_without_extraction():
     gen = FakeChat(rules=explore_rules(lambda p: "I need the director.", end="[No]"), tools=False)
     create_graph_explore_graph(KG, llm=gen, max_steps=2, decide="generate").invoke(Q)
     assert gen.calls[EXTRACT] == 2
+
+
+# --------------------------------------------------------------------------- the walk's length (hops)
+class _Hops:
+    """A scripted hop classifier: every question has ``h`` hops; the questions it saw are kept."""
+
+    def __init__(self, h: int) -> None:
+        self.h = h
+        self.seen: list[tuple[str, list[str]]] = []
+
+    def predict(self, questions, entities):
+        self.seen += list(zip(questions, entities, strict=True))
+        return [self.h] * len(questions)
+
+
+def _end_asked(scores):
+    """``scores`` that count the End? rankings they are asked for."""
+    asked = []
+
+    def wrapped(text: str, options: list[str]) -> list[float]:
+        if options == ["[Yes]", "[No]"]:
+            asked.append(text)
+        return scores(text, options)
+
+    return wrapped, asked
+
+
+def test_ranked_explorer_walks_the_predicted_hops_without_asking_end():
+    # End? would say Yes after the first hop; with a 2-hop walk it is never asked: the chain goes on
+    # from Ron Howard and answers among what the second hop reached (Splash, seen before, excluded)
+    scores, asked = _end_asked(director_scores(end=True))
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
+    hops = _Hops(2)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=3, hops="predict", hop_classifier=hops).invoke(Q)
+    steps = _trace(out, "expand")
+    assert _trace(out, "prepare")[0]["hops"] == 2 and hops.seen == [(Q["question"], ["Splash"])]
+    assert [(s["search"][0]["end"], s["search"][0]["end_by"]) for s in steps] == [
+        (False, "hops"),
+        (True, "hops"),
+    ]
+    assert asked == [] and llm.calls[END_Q] == 0
+    assert out["answers"] == ["Parenthood"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Splash -> directed_by -> Ron Howard -> ~directed_by -> Parenthood"
+    ]
+    # the same question with End? asked (no walk length) stops after the first hop
+    scores, asked = _end_asked(director_scores(end=True))
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=3, hops="none").invoke(Q)
+    assert out["answers"] == ["Ron Howard"] and len(asked) == 1
+
+
+def test_a_given_walk_length_ends_the_explorer_after_one_hop_and_a_written_finish_is_dropped():
+    scores, asked = _end_asked(director_scores(end=False))  # End? would never end the chain
+    thoughts = iter(["Finish[Ron Howard]", "Finish[Ron Howard]"])
+    llm = FakeChat(rules=explore_rules(lambda p: next(thoughts)), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=2, hops=1).invoke(Q)
+    steps = _trace(out, "expand")
+    assert len(steps) == 1 and steps[0]["thought_finish_dropped"] == ["Ron Howard"]
+    assert out["answers"] == ["Ron Howard"] and asked == []
+    # a run's context sets the walk length too
+    thoughts = iter(["I need the director."] * 3)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=3, hops="none").invoke(Q, context={"hops": 2})
+    assert _trace(out, "prepare")[0]["hops"] == 2 and out["answers"] == ["Parenthood"]
+
+
+def test_ranked_agent_finishes_only_at_the_walk_length():
+    hops = _Hops(2)
+    llm = FakeChat(logprobs=_agent_scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, calibrate=False, hops="predict", hop_classifier=hops).invoke(
+        Q
+    )
+    actions = [s["action"] for s in _trace(out, "expand")]
+    # Finish is not offered after one hop; after two it is the only option (no call)
+    assert actions == [
+        "RetrieveNode[Splash]",
+        "NeighborCheck[Splash, directed_by]",
+        "NeighborCheck[Ron Howard, ~directed_by]",
+        "Finish[Splash | Parenthood]",
+    ]
+    assert out["answers"][0] == "Parenthood"
+    assert _trace(out, "expand")[3]["ranking"]["route"] == "only"
+    # with no walk length the agent finishes after the first hop, as it ranks best
+    out = create_graph_agent_graph(KG, llm=llm, calibrate=False, hops="none").invoke(Q)
+    assert [s["action"] for s in _trace(out, "expand")] == DIRECTOR_CHAIN
+
+
+def test_hops_auto_walks_only_on_metaqa_and_the_papers_route_ignores_it(metaqa):
+    scores = director_scores(end=True)
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=1).invoke(Q)  # hops="auto", not MetaQA
+    assert _trace(out, "prepare")[0]["hops"] is None
+    # on MetaQA the bundled hop classifier predicts the walk length from the question
+    g = create_graph_explore_graph(metaqa, llm=llm, max_steps=1)
+    for question, h in (
+        ("what movies did [Babaloo Mandel] write", 1),
+        ("who directed the movies written by [Babaloo Mandel]", 2),
+    ):
+        out = g.invoke({"question": question, "topic_entities": ["Babaloo Mandel"]})
+        assert _trace(out, "prepare")[0]["hops"] == h
+    gen = FakeChat(rules=explore_rules(lambda p: "I need the director."), tools=False)
+    out = create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate", hops=2).invoke(Q)
+    assert _trace(out, "prepare")[0]["hops"] is None and gen.calls[END_Q] == 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, "two", True, 1.5])
+def test_a_bad_hops_is_a_config_error(bad):
+    for factory in (create_graph_agent_graph, create_graph_explore_graph):
+        with pytest.raises(ConfigError, match="hops must be"):
+            factory(KG, llm=FakeChat(tools=False), hops=bad)
+
+
+def test_hops_from_the_command_line():
+    from kg_agents.options import keyword_options, parse_options
+
+    valid = keyword_options(create_graph_explore_graph)
+    assert parse_options(["hops=2"], valid) == {"hops": 2}
+    assert parse_options(["hops=none"], valid) == {"hops": "none"}
+    with pytest.raises(ConfigError, match="hops must be"):
+        create_graph_explore_graph(KG, llm=FakeChat(tools=False), **parse_options(["hops=two"], valid))

@@ -103,7 +103,13 @@ def test_prepare_links_the_bracketed_topic_entity_and_makes_the_root():
     out = prepare(agent_deps(llm), {"question": QUESTION})
     assert out["topic_entities"] == ["Splash"] and out["errors"] == []
     assert out["frontier"] == [root_branch(["Splash"])] and out["level"] == 0
-    assert out["settings"] == {**run_settings(_context()), "levels": 10, "k_eff": 1, "t_eff": 1}
+    assert out["settings"] == {
+        **run_settings(_context()),
+        "levels": 10,
+        "k_eff": 1,
+        "t_eff": 1,
+        "walk_hops": None,
+    }
     assert out["trace"] == [
         {
             "node": "prepare",
@@ -111,6 +117,7 @@ def test_prepare_links_the_bracketed_topic_entity_and_makes_the_root():
             "strategy": "cot",
             "evaluator": "score",
             "mode": "text",
+            "hops": None,
         }
     ]
     assert out["usage"]["kg_calls"] >= 1 and out["usage"]["llm_calls"] == 0

@@ -145,7 +145,7 @@ def test_fit_softmax_head_separates_and_roundtrips(tmp_path):
 
 def test_a_save_cut_between_its_two_files_is_refused_not_loaded(tmp_path, monkeypatch):
     """A crash after the new head.npz and before the new meta.json: load refuses the mixed checkpoint."""
-    from kg_agents.methods.knowledge_navigator import hops
+    from kg_agents.core import hops
 
     w, b = np.eye(4, 3, dtype=np.float32), np.zeros(3, np.float32)
     d = HopClassifier(w, b, [1, 2, 3], meta={"run": 1}).save(tmp_path / "hops")
