@@ -627,7 +627,7 @@ class ExploreInteraction(Interaction):
         step: dict[str, Any] = {"thought": thought}
         trace: dict[str, Any] = {}
         ranked = settings.get("decide", "rank") == "rank"
-        walk = settings.get("walk_hops") if ranked else None
+        walk = settings.get("walk_hops")  # None on the papers' route (see nodes.walk_hops)
         if parsed.finish is not None:
             if not ranked or (not walk and ground_answers(parsed.finish, self.candidates(branch))[0]):
                 step["action"] = f"Finish[{' | '.join(parsed.finish)}]"
@@ -712,7 +712,7 @@ class ExploreInteraction(Interaction):
         found: list[Triple] = []
         trace: list[dict[str, Any]] = []
         depth = int(branch.get("depth") or 0)
-        walk = settings.get("walk_hops") if settings.get("decide", "rank") == "rank" else None
+        walk = settings.get("walk_hops")  # None on the papers' route
         for level in range(settings["search_depth"]):
             todo = [e for e in seen if e not in visited][: self.max_entities]
             if not todo:
