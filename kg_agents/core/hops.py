@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from kg_agents.core.models import is_metaqa
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.files import atomic_write
 from kg_agents.kg.encoder import get_sentence_encoder
@@ -38,12 +39,15 @@ from kg_agents.kg.text import BRACKETED
 __all__ = [
     "CHECKPOINT_DIR",
     "ENTITY_MASK",
+    "HOPS_MODES",
     "HopClassifier",
+    "check_hops",
     "default_encoder",
     "encode",
     "forget_loaded",
     "load_hop_classifier",
     "mask_entities",
+    "question_hops",
     "softmax",
 ]
 
@@ -221,3 +225,51 @@ def forget_loaded(directory: str | Path) -> None:
     """Drop the cached classifier of ``directory`` (after a trainer rewrote it)."""
     with _LOCK:
         _LOADED.pop(str(Path(directory).resolve()), None)
+
+
+#: The ``hops`` settings of the methods that follow the question's hop count, besides a positive integer.
+HOPS_MODES = ("auto", "predict", "none")
+
+
+def check_hops(hops: Any, name: str = "hops") -> int | str:
+    """``hops`` validated: one of :data:`HOPS_MODES` or a positive integer (``name`` is the option's
+    name in the error).
+
+    Raises:
+        ConfigError: anything else.
+
+    Example:
+        >>> check_hops(2), check_hops("auto")
+        (2, 'auto')
+    """
+    if isinstance(hops, str) and hops in HOPS_MODES:
+        return hops
+    if isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1:
+        return hops
+    raise ConfigError(f"{name} must be one of {', '.join(HOPS_MODES)} or a positive integer, got {hops!r}")
+
+
+def question_hops(
+    mode: int | str, kg: Any, question: str, topic_labels: Sequence[str], hop_classifier: Any = None
+) -> int | None:
+    """The hop count a method follows for ``question`` under the setting ``mode`` (None: none).
+
+    An integer is taken as it is; ``"predict"`` asks ``hop_classifier`` (default: the bundled
+    :class:`HopClassifier`, the question with its topic entities masked); ``"auto"`` does so where a
+    ``hop_classifier`` is given or on the MetaQA graph, whose question forms the bundled classifier was
+    trained on, and nowhere else; ``"none"``, or a question without topic entities, gives None.
+
+    Example:
+        >>> question_hops(2, None, "who directed [Splash]", ["Splash"])
+        2
+        >>> question_hops("none", None, "who directed [Splash]", ["Splash"]) is None
+        True
+    """
+    if mode == "none" or not topic_labels:
+        return None
+    if isinstance(mode, int):
+        return mode
+    if mode == "auto" and hop_classifier is None and not is_metaqa(kg):
+        return None
+    clf = hop_classifier if hop_classifier is not None else load_hop_classifier()
+    return max(1, int(clf.predict([question], [list(topic_labels)])[0]))

@@ -33,6 +33,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
+from kg_agents.core.hops import check_hops
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -68,10 +69,11 @@ __all__ = [
 ]
 
 
-def check_candidate_text(value: Any) -> None:
-    """ConfigError unless ``value`` is ``"label"`` or ``"path"``."""
-    if value not in ("label", "path"):
-        raise ConfigError(f"candidate_text must be 'label' or 'path', got {value!r}")
+def check_candidate_text(value: Any, auto: bool = False) -> None:
+    """ConfigError unless ``value`` is ``"label"`` or ``"path"`` (or, with ``auto``, ``"auto"``)."""
+    valid = ("auto", "label", "path") if auto else ("label", "path")
+    if value not in valid:
+        raise ConfigError(f"candidate_text must be one of {', '.join(map(repr, valid))}, got {value!r}")
 
 
 # --------------------------------------------------------------------------- llm_only
@@ -133,18 +135,24 @@ class GraphRAGContext:
             grounded on the candidates); default: the factory's ``decide``.
         answer_ratio: ranked route: keep candidates whose probability is at least this share of the
             best one's (default: the factory's ``answer_ratio``).
+        answer_hops: ranked route: how far from the topic entities the answers lie (default: the
+            factory's ``answer_hops``).
     """
 
     max_triples: int | None = None
     max_answers: int | None = None
     decide: Decide | None = None
     answer_ratio: float | None = None
+    answer_hops: int | str | None = None
 
 
 class GraphRAGState(ReasoningState, total=False):
-    """``graph_rag``'s state: the retrieved triples."""
+    """``graph_rag``'s state: the triples of the prompt, the answer distance and, when that is two hops
+    or more, the whole neighbourhood read."""
 
     triples: list[Triple]
+    answer_hops: int | None
+    neighbourhood: list[Triple]
 
 
 def create_graph_rag_graph(
@@ -161,8 +169,17 @@ def create_graph_rag_graph(
     answer_ratio: float = 0.5,
     candidate_text: Literal["label", "path"] = "label",
     calibrate: bool = False,
+    answer_hops: int | str = "auto",
+    hop_classifier: Any = None,
+    max_hops: int = 2,
+    hop_fanout: int = 30,
+    max_neighbourhood: int = 300,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph RAG baseline: the 1-hop neighbourhood (both directions) of the topic entities as context.
+
+    On the ranked route the answers' distance from the topic entities (``answer_hops``) can widen it:
+    for a question whose answers lie ``h`` hops away (``2 <= h <= max_hops``), the neighbourhood is read
+    out to ``h`` hops and the model ranks the entities that far.
 
     Args:
         kg: the knowledge graph.
@@ -188,15 +205,38 @@ def create_graph_rag_graph(
             log-probability (its score after the prompt less its score after the same prompt whose
             question is only the topic entities; a second LLM call). Default False (on 40 MetaQA 1-hop
             dev-validation questions here it gained 0.675 → 0.725 Hits@1, at twice the calls).
+        answer_hops: ranked route: how many hops from the topic entities the answers lie; only the
+            candidates that far are offered (all of them where none is). ``"auto"`` (default): predicted
+            by the hop classifier on the MetaQA graph, whose question forms it was trained on (or
+            wherever ``hop_classifier`` is given), and off elsewhere; ``"predict"``: always predicted;
+            a positive integer: that distance; ``"none"``: off, the 1-hop baseline of the papers. The
+            papers' route (``decide="generate"``) ignores it. A run's context may set it.
+        hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for
+            ``answer_hops`` (default: knowledge_navigator's bundled hop classifier).
+        max_hops: the farthest ``answer_hops`` reads (default 2); a larger distance is traced and
+            not followed (the 1-hop baseline). On 40 MetaQA 3-hop dev-validation questions, reading
+            3 hops scored 0.200 Hits@1 against the 1-hop baseline's 0.300, at 26x the seconds.
+        hop_fanout: at most this many triples per entity in a neighbourhood of two hops or more.
+        max_neighbourhood: at most this many triples read for a neighbourhood of two hops or more (with
+            ``hop_fanout``, the bound on the candidates the model ranks: on 40 MetaQA 2-hop
+            dev-validation questions, 30 and 300 kept a gold answer among the candidates of all 40, at
+            most 163 candidates a question).
 
     Raises:
-        ConfigError: an unknown prompt name, ``decide`` or ``candidate_text``, ``answer_ratio``
-            outside (0, 1], or a ``calibrate`` that is not a bool.
+        ConfigError: an unknown prompt name, ``decide``, ``candidate_text`` or ``answer_hops``,
+            ``answer_ratio`` outside (0, 1], a ``calibrate`` that is not a bool, or a ``max_hops``,
+            ``hop_fanout`` or ``max_neighbourhood`` below 1.
     """
     check_decide(decide)
     check_ratio(answer_ratio)
     check_candidate_text(candidate_text)
     check_calibrate(calibrate)
+    check_hops(answer_hops, "answer_hops")
+    if max_hops < 1 or hop_fanout < 1 or max_neighbourhood < 1:
+        raise ConfigError(
+            "graph_rag max_hops, hop_fanout and max_neighbourhood must be >= 1, "
+            f"got {max_hops!r}, {hop_fanout!r} and {max_neighbourhood!r}"
+        )
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
     model = default_llm(llm, kg=kg, adapter=adapter)
@@ -207,7 +247,13 @@ def create_graph_rag_graph(
         fanout_limit=fanout_limit,
         candidate_text=candidate_text,
         calibrate=calibrate,
-        defaults=GraphRAGContext(max_triples=60, max_answers=10, decide=decide, answer_ratio=answer_ratio),
+        hop_classifier=hop_classifier,
+        max_hops=max_hops,
+        hop_fanout=hop_fanout,
+        max_neighbourhood=max_neighbourhood,
+        defaults=GraphRAGContext(
+            max_triples=60, max_answers=10, decide=decide, answer_ratio=answer_ratio, answer_hops=answer_hops
+        ),
     )
     g = StateGraph(
         GraphRAGState,
@@ -235,18 +281,22 @@ class TextRAGContext:
         max_answers: at most this many answers (default 10).
         decide: ``"rank"`` or ``"generate"`` (see :class:`GraphRAGContext`).
         answer_ratio: ranked route: the probability share of the best answer that others need.
+        answer_hops: ranked route: how far from the topic entities the answers lie (see
+            :func:`create_text_rag_graph`).
     """
 
     top_k: int | None = None
     max_answers: int | None = None
     decide: Decide | None = None
     answer_ratio: float | None = None
+    answer_hops: int | str | None = None
 
 
 class TextRAGState(ReasoningState, total=False):
-    """``text_rag``'s state: the retrieved triples."""
+    """``text_rag``'s state: the retrieved triples and the answer distance."""
 
     triples: list[Triple]
+    answer_hops: int | None
 
 
 def create_text_rag_graph(
@@ -266,8 +316,10 @@ def create_text_rag_graph(
     prompt: PromptLike | None = None,
     decide: Decide = "rank",
     answer_ratio: float = 0.5,
-    candidate_text: Literal["label", "path"] = "path",
+    candidate_text: Literal["auto", "label", "path"] = "auto",
     calibrate: bool = False,
+    answer_hops: int | str = "auto",
+    hop_classifier: Any = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Text RAG baseline: dense (FAISS) retrieval of verbalised triples as the context.
 
@@ -300,18 +352,30 @@ def create_text_rag_graph(
         prompt: a template overriding the ``rag`` prompt (not also in ``prompts``).
         decide: ``"rank"`` (default) or ``"generate"`` (see :func:`create_graph_rag_graph`).
         answer_ratio: ranked route: the probability share of the best answer that others need.
-        candidate_text: ranked route: a candidate is scored as the facts of its ``path`` (default:
-            with 2-hop candidates a bare label lures the small model to entities two hops away; on 20
-            seeded dev 1-hop questions here 0.65 against 0.35 Hits@1) or as its ``label``.
+        candidate_text: ranked route: a candidate is scored as the facts of its ``path`` or as its
+            ``label``. ``"auto"`` (default): the label where every candidate lies at one distance from
+            the topic entities (as ``answer_hops`` makes them), else the path. Among candidates at
+            several distances a bare label lures the small model to entities two hops away (on 20
+            seeded dev 1-hop questions 0.65 Hits@1 with the path against 0.35); among candidates at
+            one distance the label is the better (zero-shot, 40 MetaQA dev-validation questions:
+            0.700 against 0.675 at 1 hop, 0.550 against 0.375 at 2 hops).
         calibrate: ranked route: rank each candidate by how much the question raises it (see
-            :func:`create_graph_rag_graph`). Default False. For questions of two hops or more,
-            ``candidate_text="label", calibrate=True`` is the better choice (zero-shot, exact Hits@1:
-            0.525 against 0.025 on 40 MetaQA 2-hop questions, 0.733 against 0.033 on 30 PathQuestion
-            2-hop ones), but not at 1 hop (0.500 against 0.675); see docs/methods/baselines.md.
+            :func:`create_graph_rag_graph`). Default False. Without ``answer_hops``, for questions of
+            two hops or more, ``candidate_text="label", calibrate=True`` is the better choice
+            (zero-shot, exact Hits@1: 0.525 against 0.025 on 40 MetaQA 2-hop questions, 0.733 against
+            0.033 on 30 PathQuestion 2-hop ones), but not at 1 hop (0.500 against 0.675); see
+            docs/methods/baselines.md.
+        answer_hops: ranked route: how many hops from the topic entities the answers lie; only the
+            candidates that far are offered (all of them where none is). ``"auto"`` (default),
+            ``"predict"``, a positive integer or ``"none"``, as for :func:`create_graph_rag_graph`. A
+            distance beyond ``hops`` is traced and not followed (on 40 MetaQA 3-hop dev-validation
+            questions, widening the neighbourhood to 3 hops scored 0.075 Hits@1 against 0.225).
+        hop_classifier: predicts ``answer_hops`` (default: knowledge_navigator's bundled one).
 
     Raises:
-        ConfigError: an unknown ``scope``, ``decide``, ``candidate_text`` or prompt name, a bound
-            below 1, ``answer_ratio`` outside (0, 1], or a ``calibrate`` that is not a bool.
+        ConfigError: an unknown ``scope``, ``decide``, ``candidate_text``, ``answer_hops`` or prompt
+            name, a bound below 1, ``answer_ratio`` outside (0, 1], or a ``calibrate`` that is not a
+            bool.
 
     Example:
         >>> g = create_text_rag_graph(open_kg("metaqa"))                       # doctest: +SKIP
@@ -323,8 +387,9 @@ def create_text_rag_graph(
         raise ConfigError("text_rag hops, fanout_limit and max_candidates must be >= 1")
     check_decide(decide)
     check_ratio(answer_ratio)
-    check_candidate_text(candidate_text)
+    check_candidate_text(candidate_text, auto=True)
     check_calibrate(calibrate)
+    check_hops(answer_hops, "answer_hops")
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
     model = default_llm(llm, kg=kg, adapter=adapter)
@@ -339,7 +404,10 @@ def create_text_rag_graph(
         max_candidates=max_candidates,
         candidate_text=candidate_text,
         calibrate=calibrate,
-        defaults=TextRAGContext(top_k=20, max_answers=10, decide=decide, answer_ratio=answer_ratio),
+        hop_classifier=hop_classifier,
+        defaults=TextRAGContext(
+            top_k=20, max_answers=10, decide=decide, answer_ratio=answer_ratio, answer_hops=answer_hops
+        ),
     )
     g = StateGraph(
         TextRAGState,

@@ -26,6 +26,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers, topic_question
+from kg_agents.core.hops import check_hops, question_hops
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
@@ -39,6 +40,7 @@ __all__ = [
     "LLMOnlyDeps",
     "TextRAGDeps",
     "after_link",
+    "answer_distance",
     "answer_from_paths",
     "graph_rag_answer",
     "graph_rag_retrieve",
@@ -91,6 +93,10 @@ class GraphRAGDeps:
         defaults: the factory's :class:`~kg_agents.methods.baselines.graph.GraphRAGContext`.
         candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
         calibrate: ranked route: score each candidate by how much the question raises it.
+        hop_classifier: predicts the answer's distance for ``answer_hops`` (None: the bundled one).
+        max_hops: the widest neighbourhood an answer distance may read.
+        hop_fanout: at most this many triples per entity in a neighbourhood of two hops or more.
+        max_neighbourhood: at most this many triples read for a neighbourhood of two hops or more.
     """
 
     kg: MeteredKG
@@ -100,14 +106,76 @@ class GraphRAGDeps:
     defaults: Any
     candidate_text: Literal["label", "path"] = "label"
     calibrate: bool = False
+    hop_classifier: Any = None
+    max_hops: int = 2
+    hop_fanout: int = 30
+    max_neighbourhood: int = 300
+
+
+def answer_distance(
+    deps: GraphRAGDeps | TextRAGDeps, state: Mapping[str, Any], ctx: Any, widest: int
+) -> tuple[int | None, dict[str, Any]]:
+    """How many hops from the topic entities a run's answers lie, on the ranked route (None: any), and
+    what to trace of it.
+
+    ``ctx.answer_hops``: an integer as it is, ``"predict"`` from the hop classifier, ``"auto"`` from it
+    on the MetaQA graph (or wherever a ``hop_classifier`` is given), ``"none"`` never
+    (:func:`~kg_agents.core.hops.question_hops`); the papers' route (``decide="generate"``) never. A
+    distance beyond ``widest``, the farthest the method reads, is traced and not followed.
+    """
+    mode = "none" if ctx.answer_hops is None else check_hops(ctx.answer_hops, "answer_hops")
+    if ctx.decide != "rank":
+        return None, {"answer_hops": None}
+    topics = [deps.kg.label(e) for e in state.get("topic_entities") or []]
+    hops = question_hops(mode, deps.kg, state["question"], topics, deps.hop_classifier)
+    if hops is not None and hops > widest:
+        return None, {"answer_hops": None, "predicted_hops": hops, "beyond": widest}
+    return hops, {"answer_hops": hops}
+
+
+def at_distance(paths: list[Path], hops: int | None) -> tuple[list[Path], bool]:
+    """The ``paths`` of exactly ``hops`` triples, or all of them where there are none (or no ``hops``).
+
+    Returns:
+        ``(paths, filtered)``: the paths kept, and whether the distance removed any.
+    """
+    if hops is None:
+        return paths, False
+    kept = [p for p in paths if len(p.triples) == hops]
+    if not kept or len(kept) == len(paths):
+        return paths, False
+    return kept, True
 
 
 @metered
 @guarded("retrieve")
 def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """The 1-hop neighbourhood (both directions) of the topic entities, at most ``max_triples``."""
+    """The 1-hop neighbourhood (both directions) of the topic entities, at most ``max_triples``.
+
+    With an answer distance ``h`` of two or more (:func:`answer_distance`), the neighbourhood out to
+    ``h`` hops (``hop_fanout`` per entity, ``max_neighbourhood`` triples in all) instead; the prompt
+    shows its first ``max_triples``, and the answer step picks among the entities ``h`` hops away.
+    """
     ctx = run_context(runtime, deps.defaults)
     ents = state.get("topic_entities") or []
+    hops, noted = answer_distance(deps, state, ctx, deps.max_hops)
+    update: dict[str, Any] = {"answer_hops": hops}
+    if hops is not None and hops >= 2:
+        found, cut = neighbourhood(deps.kg, ents, hops, deps.hop_fanout, deps.max_neighbourhood)
+        return update | {
+            "neighbourhood": found,
+            "triples": found[: ctx.max_triples],
+            "evidence": [t.to_text() for t in found[: ctx.max_triples]],
+            "trace": [
+                {
+                    "node": "retrieve",
+                    **noted,
+                    "triples": len(found),
+                    "neighbourhood_truncated": cut,
+                    "context_truncated": len(found) > ctx.max_triples,
+                }
+            ],
+        }
     nbrs = deps.kg.neighbors_many(ents, direction="both", limit=deps.fanout_limit)
     triples: list[Triple] = []
     truncated = [e for e, tl in nbrs.items() if tl.truncated]
@@ -115,12 +183,13 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
         triples.extend(nbrs.get(e, []))
     cut = len(triples) > ctx.max_triples
     triples = triples[: ctx.max_triples]
-    return {
+    return update | {
         "triples": triples,
         "evidence": [t.to_text() for t in triples],
         "trace": [
             {
                 "node": "retrieve",
+                **noted,
                 "triples": len(triples),
                 "fanout_truncated": truncated,
                 "context_truncated": cut,
@@ -141,16 +210,26 @@ def answer_from_paths(
     """The answer step of both RAG baselines: the model picks among the KG nodes that end ``paths``.
 
     ``decide="rank"`` ranks the candidates as replies (``Answer: <label>``, or with
-    ``candidate_text="path"`` ``Answer: <the facts of its path>``) and keeps the best
+    ``candidate_text="path"`` ``Answer: <the facts of its path>``; ``"auto"``: the label where every
+    candidate lies at one distance from the topic entities, else the path) and keeps the best
     and those within ``answer_ratio`` of its probability; ``decide="generate"`` lets the model write
     its answer and keeps the candidates it names (the rest is dropped and traced). Either way every
-    answer ends a returned, verified path.
+    answer ends a returned, verified path. With an answer distance (``state["answer_hops"]``) only the
+    candidates that far from a topic entity are offered, where there are any.
     """
     kg = deps.kg
     triples = state.get("triples") or []
     topics = list(state.get("topic_entities") or [])
+    hops = state.get("answer_hops")
+    paths, filtered = at_distance(paths, hops)
     candidates = answer_candidates(kg.label, paths, exclude=topics)
     trace: dict[str, Any] = {"node": "answer", "decide": ctx.decide, "candidates": len(candidates)}
+    if hops is not None:
+        trace.update(answer_hops=hops, kept_at_distance=filtered)
+    text_mode = deps.candidate_text
+    if text_mode == "auto":  # a bare label misleads only among candidates at several distances
+        distances = {min(len(p.triples) for p in ps) for ps in candidates.values()}
+        text_mode = "label" if len(distances) <= 1 else "path"
     if not candidates:
         return {
             "answers": [],
@@ -162,7 +241,8 @@ def answer_from_paths(
     if ctx.decide == "rank":
         labels = list(candidates)
         texts = labels
-        if deps.candidate_text == "path":  # each candidate as the facts that lead to it
+        trace["candidate_text"] = text_mode
+        if text_mode == "path":  # each candidate as the facts that lead to it
             texts = [", ".join(verbalize(kg, t) for t in candidates[lab][0].triples) for lab in labels]
             texts = [
                 t if texts.count(t) == 1 else f"{t} ({lab})" for t, lab in zip(texts, labels, strict=True)
@@ -197,14 +277,21 @@ def answer_from_paths(
 @metered
 @guarded("answer")
 def graph_rag_answer(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """The model picks among the 1-hop neighbours of the topic entities (see :func:`answer_from_paths`)."""
+    """The model picks among the 1-hop neighbours of the topic entities, or with an answer distance ``h``
+    among the entities ``h`` hops away in the retrieved neighbourhood (see :func:`answer_from_paths`)."""
     starts = list(dict.fromkeys(state.get("topic_entities") or []))
-    paths = [
-        Path.from_triples(start, [t])
-        for t in state.get("triples") or []
-        for start in starts
-        if start in (t.head, t.tail) and t.other(start) not in starts
-    ]
+    hops = state.get("answer_hops")
+    if hops is not None and hops >= 2:
+        found = state.get("neighbourhood") or []
+        ends = {e for t in found for e in (t.head, t.tail)} - set(starts)
+        paths = support_paths(starts, found, ends, max_hops=hops, shortest=True)
+    else:
+        paths = [
+            Path.from_triples(start, [t])
+            for t in state.get("triples") or []
+            for start in starts
+            if start in (t.head, t.tail) and t.other(start) not in starts
+        ]
     return answer_from_paths(deps, state, paths, run_context(runtime, deps.defaults))
 
 
@@ -223,8 +310,10 @@ class TextRAGDeps:
         fanout_limit: at most this many triples per entity and hop.
         max_candidates: at most this many candidate triples per question (neighbourhood scope).
         defaults: the factory's :class:`~kg_agents.methods.baselines.graph.TextRAGContext`.
-        candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
+        candidate_text: how a ranked candidate reads: its ``label``, the facts of its ``path``, or
+            ``auto``: the label where every candidate lies at one distance, else the path.
         calibrate: ranked route: score each candidate by how much the question raises it.
+        hop_classifier: predicts the answer's distance for ``answer_hops`` (None: the bundled one).
     """
 
     kg: MeteredKG
@@ -236,8 +325,9 @@ class TextRAGDeps:
     fanout_limit: int
     max_candidates: int
     defaults: Any
-    candidate_text: Literal["label", "path"] = "path"
+    candidate_text: Literal["auto", "label", "path"] = "auto"
     calibrate: bool = False
+    hop_classifier: Any = None
 
 
 def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:
@@ -250,19 +340,24 @@ def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:
 @metered
 @guarded("retrieve")
 def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """The ``top_k`` triples nearest to the question: among the neighbourhood, or the whole KG."""
+    """The ``top_k`` triples nearest to the question: among the neighbourhood, or the whole KG.
+
+    An answer distance (:func:`answer_distance`) within ``hops`` is kept for the answer step.
+    """
     import faiss
 
     ctx = run_context(runtime, deps.defaults)
     kg = deps.kg
     ents = state.get("topic_entities") or []
     q = deps.embeddings.encode([state["question"]])[0]
+    hops, noted = answer_distance(deps, state, ctx, deps.hops)
     if deps.scope == "kg":
         found = deps.embeddings.kg_index(kg.inner).search(q, ctx.top_k)
         return {
+            "answer_hops": hops,
             "triples": found,
             "evidence": [verbalize(kg, t) for t in found],
-            "trace": [{"node": "retrieve", "scope": deps.scope, "retrieved": len(found)}],
+            "trace": [{"node": "retrieve", "scope": deps.scope, **noted, "retrieved": len(found)}],
         }
     candidates, cut = neighbourhood(kg, ents, deps.hops, deps.fanout_limit, deps.max_candidates)
     texts = [verbalize(kg, t) for t in candidates]
@@ -274,12 +369,14 @@ def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any)
         _, ids = flat.search(q.reshape(1, -1), min(ctx.top_k, len(candidates)))
         triples = [candidates[i] for i in ids[0] if i >= 0]
     return {
+        "answer_hops": hops,
         "triples": triples,
         "evidence": [verbalize(kg, t) for t in triples],
         "trace": [
             {
                 "node": "retrieve",
                 "scope": deps.scope,
+                **noted,
                 "candidates": len(candidates),
                 "retrieved": len(triples),
                 "candidates_truncated": cut,

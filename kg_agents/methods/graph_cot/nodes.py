@@ -49,9 +49,8 @@ from langgraph.types import Send
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import ground_answers, rank
-from kg_agents.core.hops import load_hop_classifier
+from kg_agents.core.hops import question_hops
 from kg_agents.core.metering import invoke_llm, metered
-from kg_agents.core.models import is_metaqa
 from kg_agents.core.nodes import resolve_entities, verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.core.state import ErrorRecord
@@ -179,16 +178,11 @@ def walk_hops(deps: GraphCoTDeps, settings: dict[str, Any], question: str, topic
     question forms the bundled classifier was trained on, and nowhere else; ``"none"`` and the papers'
     route (``decide="generate"``) give None.
     """
-    mode = settings.get("hops", "none")
-    if settings.get("decide", "rank") != "rank" or mode == "none" or not topics:
+    if settings.get("decide", "rank") != "rank":
         return None
-    if isinstance(mode, int):
-        return mode
-    if mode == "auto" and deps.hop_classifier is None and not is_metaqa(deps.interaction.kg):
-        return None
-    clf = deps.hop_classifier if deps.hop_classifier is not None else load_hop_classifier()
     kg = deps.interaction.kg
-    return max(1, int(clf.predict([question], [[kg.label(e) for e in topics]])[0]))
+    mode = settings.get("hops", "none")
+    return question_hops(mode, kg, question, [kg.label(e) for e in topics], deps.hop_classifier)
 
 
 def halt_prepare(error: BaseException | str, *, type: str | None = None, **extra: Any) -> dict[str, Any]:

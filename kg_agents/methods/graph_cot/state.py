@@ -19,6 +19,7 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from kg_agents.core.hops import HOPS_MODES, check_hops
 from kg_agents.core.state import ReasoningState
 from kg_agents.errors import ConfigError
 
@@ -70,27 +71,6 @@ class GraphCoTContext:
     search_depth: int | None = None
     decide: Literal["rank", "generate"] | None = None
     hops: int | str | None = None
-
-
-#: The ``hops`` options besides a positive integer.
-HOPS_MODES = ("auto", "predict", "none")
-
-
-def check_hops(hops: Any) -> int | str:
-    """``hops`` validated: one of :data:`HOPS_MODES` or a positive integer.
-
-    Raises:
-        ConfigError: anything else.
-
-    Example:
-        >>> check_hops(2), check_hops("auto")
-        (2, 'auto')
-    """
-    if isinstance(hops, str) and hops in HOPS_MODES:
-        return hops
-    if isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1:
-        return hops
-    raise ConfigError(f"hops must be one of {', '.join(HOPS_MODES)} or a positive integer, got {hops!r}")
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:

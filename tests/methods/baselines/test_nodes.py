@@ -185,3 +185,141 @@ def test_rag_calibrate_ranks_by_how_much_the_question_raises_each_candidate():
 def test_rag_calibrate_must_be_a_bool(factory):
     with pytest.raises(ConfigError, match="calibrate must be True or False"):
         factory(MemoryKG(CONTRACT_TRIPLES), llm=FakeChat(), calibrate="yes")
+
+
+# ---------------------------------------------------------------------- the answers' distance (answer_hops)
+class _Hops:
+    """A scripted hop classifier: every question has ``h`` hops; the questions it saw are kept."""
+
+    def __init__(self, h: int) -> None:
+        self.h = h
+        self.seen: list[tuple[str, list[str]]] = []
+
+    def predict(self, questions, entities):
+        self.seen += list(zip(questions, entities, strict=True))
+        return [self.h] * len(questions)
+
+
+SHARED = {"question": "which films share the director of [Splash]"}
+#: Ron Howard (1 hop from Splash) is the likeliest reply; Parenthood (2 hops) the next.
+SHARED_SCORES = {"Ron Howard": -1.0, "Parenthood": -2.0, "Big": -3.0}
+
+
+def shared_scores(text: str, options: list[str]) -> list[float]:
+    return [SHARED_SCORES.get(o.removeprefix("Answer: "), -9.0) for o in options]
+
+
+def _step(out, node):
+    return next(s for s in out["trace"] if s.get("node") == node)
+
+
+@pytest.mark.parametrize("factory", ["graph_rag", "text_rag"])
+def test_rag_answers_lie_at_the_given_distance(factory):
+    # the 1-hop director scores best, but with answers two hops away only the 2-hop entities are offered:
+    # Parenthood (through Ron Howard or Babaloo Mandel), Big, Cast Away and Forrest Gump (through Tom Hanks)
+    kg = MemoryKG(CONTRACT_TRIPLES)
+
+    def build(**kw):
+        llm = FakeChat(logprobs=shared_scores, tools=False)
+        if factory == "graph_rag":
+            return create_graph_rag_graph(kg, llm=llm, answer_ratio=1.0, **kw)
+        return create_text_rag_graph(
+            kg, llm=llm, encoder=HashingEncoder(), answer_ratio=1.0, candidate_text="label", **kw
+        )
+
+    g = build(answer_hops=2)
+    out = g.invoke({**SHARED, "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Parenthood"]
+    assert all(len(p.triples) == 2 and p.start == "Splash" and p.end == "Parenthood" for p in out["paths"])
+    answer = _step(out, "answer")
+    assert answer["answer_hops"] == 2 and answer["kept_at_distance"] is True
+    assert answer["candidates"] == 4 and "Ron Howard" not in [o for o, _ in answer["top"]]
+    assert _step(out, "retrieve")["answer_hops"] == 2
+    # off: the 1-hop director wins, as before
+    off = build(answer_hops="none")
+    assert off.invoke({**SHARED, "topic_entities": ["Splash"]})["answers"] == ["Ron Howard"]
+    # the run's context sets it, and a given classifier predicts it off the MetaQA graph under "auto"
+    g1 = build(answer_hops=2)
+    ctx = g1.invoke({**SHARED, "topic_entities": ["Splash"]}, context={"answer_hops": 1})
+    assert ctx["answers"] == ["Ron Howard"]
+    hops = _Hops(2)
+    auto = build(hop_classifier=hops)
+    assert auto.invoke({**SHARED, "topic_entities": ["Splash"]})["answers"] == ["Parenthood"]
+    assert hops.seen == [(SHARED["question"], ["Splash"])]
+    # without a classifier "auto" is off on a graph that is not MetaQA's
+    plain = build()
+    out = plain.invoke({**SHARED, "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Ron Howard"] and _step(out, "retrieve")["answer_hops"] is None
+
+
+@pytest.mark.parametrize("factory", [create_graph_rag_graph, create_text_rag_graph])
+def test_rag_answer_hops_is_ignored_on_the_papers_route_and_checked(factory):
+    hops = _Hops(2)
+    llm = FakeChat(default="Answer: Ron Howard", tools=False)
+    extra = {"encoder": HashingEncoder()} if factory is create_text_rag_graph else {}
+    g = factory(MemoryKG(CONTRACT_TRIPLES), llm=llm, decide="generate", hop_classifier=hops, **extra)
+    assert g.invoke({**SHARED, "topic_entities": ["Splash"]})["answers"] == ["Ron Howard"] and hops.seen == []
+    for bad in (0, "two", True, 1.5):
+        with pytest.raises(ConfigError, match="answer_hops must be one of auto, predict, none"):
+            factory(MemoryKG(CONTRACT_TRIPLES), llm=llm, answer_hops=bad)
+
+
+def test_graph_rag_reads_the_neighbourhood_out_to_the_answers_distance():
+    deps = GraphRAGDeps(
+        kg=MeteredKG(MemoryKG(CONTRACT_TRIPLES)),
+        model=FakeChat(),
+        template=load_prompt("baselines", "rag"),
+        fanout_limit=200,
+        defaults=GraphRAGContext(max_triples=3, max_answers=10, decide="rank", answer_hops=2),
+        max_neighbourhood=8,
+    )
+    out = graph_rag_retrieve(deps, {**SHARED, "topic_entities": ["Splash"]}, None)
+    assert len(out["neighbourhood"]) == 8 and len(out["triples"]) == 3  # the prompt shows the first 3
+    step = out["trace"][0]
+    assert step["neighbourhood_truncated"] is True and step["context_truncated"] is True
+    assert out["answer_hops"] == 2 and out["triples"] == out["neighbourhood"][:3]
+    for bad in ({"max_neighbourhood": 0}, {"hop_fanout": 0}, {"max_hops": 0}):
+        with pytest.raises(ConfigError, match="max_hops, hop_fanout and max_neighbourhood"):
+            create_graph_rag_graph(MemoryKG(CONTRACT_TRIPLES), llm=FakeChat(), **bad)
+
+
+def test_answer_hops_from_the_command_line():
+    from kg_agents.options import keyword_options, parse_options
+
+    for factory in (create_graph_rag_graph, create_text_rag_graph):
+        valid = keyword_options(factory)
+        assert parse_options(["answer_hops=2"], valid) == {"answer_hops": 2}
+        assert parse_options(["answer_hops=none"], valid) == {"answer_hops": "none"}
+
+
+@pytest.mark.parametrize("factory", [create_graph_rag_graph, create_text_rag_graph])
+def test_rag_answer_distance_beyond_the_farthest_read_is_traced_and_not_followed(factory):
+    # graph_rag reads at most max_hops (2), text_rag its radius hops (2): a 3-hop prediction is noted and
+    # the run is the one without a distance (Ron Howard, 1 hop away, scores best)
+    text = factory is create_text_rag_graph
+    extra = {"encoder": HashingEncoder(), "candidate_text": "label"} if text else {}
+    llm = FakeChat(logprobs=shared_scores, tools=False)
+    g = factory(MemoryKG(CONTRACT_TRIPLES), llm=llm, answer_hops=3, answer_ratio=1.0, **extra)
+    out = g.invoke({**SHARED, "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Ron Howard"]
+    step = _step(out, "retrieve")
+    assert step["answer_hops"] is None and step["predicted_hops"] == 3 and step["beyond"] == 2
+    assert "answer_hops" not in _step(out, "answer")
+    if not text:  # a wider reach follows it
+        wide = create_graph_rag_graph(MemoryKG(CONTRACT_TRIPLES), llm=llm, answer_hops=3, max_hops=3)
+        assert _step(wide.invoke({**SHARED, "topic_entities": ["Splash"]}), "retrieve")["answer_hops"] == 3
+
+
+def test_text_rag_reads_candidates_as_labels_where_they_lie_at_one_distance():
+    # candidate_text="auto" (the default): with the answers' distance given, every candidate is 2 hops away
+    # and is ranked as its label; without it, 1- and 2-hop candidates mix and each is ranked as its path
+    def build(**kw):
+        llm = FakeChat(logprobs=shared_scores, tools=False)
+        return create_text_rag_graph(MemoryKG(CONTRACT_TRIPLES), llm=llm, encoder=HashingEncoder(), **kw)
+
+    at_two = _step(build(answer_hops=2).invoke({**SHARED, "topic_entities": ["Splash"]}), "answer")
+    assert at_two["candidate_text"] == "label" and at_two["top"][0][0] == "Parenthood"
+    mixed = _step(build(answer_hops="none").invoke({**SHARED, "topic_entities": ["Splash"]}), "answer")
+    assert mixed["candidate_text"] == "path"
+    with pytest.raises(ConfigError, match="candidate_text must be one of 'label', 'path'"):
+        create_graph_rag_graph(MemoryKG(CONTRACT_TRIPLES), llm=FakeChat(), candidate_text="auto")
