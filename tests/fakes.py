@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
-__all__ = ["FakeChat"]
+__all__ = ["FakeChat", "FakeHops"]
 
 Reply = str | AIMessage | BaseException | Callable[[str], Any]
 _NONE = object()
@@ -125,3 +125,16 @@ class FakeChat(BaseChatModel):
     def messages(self) -> list[list[BaseMessage]]:
         """The messages of every call, in order."""
         return self._messages
+
+
+class FakeHops:
+    """A scripted hop classifier (``predict(questions, entities)``): every question has ``h`` hops; the
+    questions it saw are kept in ``seen``."""
+
+    def __init__(self, h: int) -> None:
+        self.h = h
+        self.seen: list[tuple[str, list[str]]] = []
+
+    def predict(self, questions: Sequence[str], entities: Sequence[list[str]]) -> list[int]:
+        self.seen += list(zip(questions, entities, strict=True))
+        return [self.h] * len(questions)

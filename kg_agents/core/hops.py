@@ -250,14 +250,15 @@ def check_hops(hops: Any, name: str = "hops") -> int | str:
 
 
 def question_hops(
-    mode: int | str, kg: Any, question: str, topic_labels: Sequence[str], hop_classifier: Any = None
+    mode: int | str, kg: Any, question: str, topics: Sequence[str], hop_classifier: Any = None
 ) -> int | None:
     """The hop count a method follows for ``question`` under the setting ``mode`` (None: none).
 
     An integer is taken as it is; ``"predict"`` asks ``hop_classifier`` (default: the bundled
-    :class:`HopClassifier`, the question with its topic entities masked); ``"auto"`` does so where a
-    ``hop_classifier`` is given or on the MetaQA graph, whose question forms the bundled classifier was
-    trained on, and nowhere else; ``"none"``, or a question without topic entities, gives None.
+    :class:`HopClassifier`, the question with its topic entities' labels masked); ``"auto"`` does so
+    where a ``hop_classifier`` is given or on the MetaQA graph, whose question forms the bundled
+    classifier was trained on, and nowhere else; ``"none"``, or a question without topic entities,
+    gives None. ``topics`` are entity ids; ``kg`` labels them only when the classifier is asked.
 
     Example:
         >>> question_hops(2, None, "who directed [Splash]", ["Splash"])
@@ -265,11 +266,11 @@ def question_hops(
         >>> question_hops("none", None, "who directed [Splash]", ["Splash"]) is None
         True
     """
-    if mode == "none" or not topic_labels:
+    if mode == "none" or not topics:
         return None
     if isinstance(mode, int):
         return mode
     if mode == "auto" and hop_classifier is None and not is_metaqa(kg):
         return None
     clf = hop_classifier if hop_classifier is not None else load_hop_classifier()
-    return max(1, int(clf.predict([question], [list(topic_labels)])[0]))
+    return max(1, int(clf.predict([question], [[kg.label(e) for e in topics]])[0]))

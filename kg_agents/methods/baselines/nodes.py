@@ -126,7 +126,7 @@ def answer_distance(
     mode = "none" if ctx.answer_hops is None else check_hops(ctx.answer_hops, "answer_hops")
     if ctx.decide != "rank":
         return None, {"answer_hops": None}
-    topics = [deps.kg.label(e) for e in state.get("topic_entities") or []]
+    topics = state.get("topic_entities") or []
     hops = question_hops(mode, deps.kg, state["question"], topics, deps.hop_classifier)
     if hops is not None and hops > widest:
         return None, {"answer_hops": None, "predicted_hops": hops, "beyond": widest}

@@ -180,9 +180,8 @@ def walk_hops(deps: GraphCoTDeps, settings: dict[str, Any], question: str, topic
     """
     if settings.get("decide", "rank") != "rank":
         return None
-    kg = deps.interaction.kg
     mode = settings.get("hops", "none")
-    return question_hops(mode, kg, question, [kg.label(e) for e in topics], deps.hop_classifier)
+    return question_hops(mode, deps.interaction.kg, question, topics, deps.hop_classifier)
 
 
 def halt_prepare(error: BaseException | str, *, type: str | None = None, **extra: Any) -> dict[str, Any]:

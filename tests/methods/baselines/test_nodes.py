@@ -33,7 +33,7 @@ from kg_agents.methods.baselines.nodes import (
     text_rag_retrieve,
 )
 from kg_agents.methods.baselines.retrieval import TripleEmbeddings, TripleTextIndex
-from tests.fakes import FakeChat
+from tests.fakes import FakeChat, FakeHops
 
 SPLASH = {"question": "who directed Splash", "topic_entities": ["Splash"]}
 DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
@@ -188,18 +188,6 @@ def test_rag_calibrate_must_be_a_bool(factory):
 
 
 # ---------------------------------------------------------------------- the answers' distance (answer_hops)
-class _Hops:
-    """A scripted hop classifier: every question has ``h`` hops; the questions it saw are kept."""
-
-    def __init__(self, h: int) -> None:
-        self.h = h
-        self.seen: list[tuple[str, list[str]]] = []
-
-    def predict(self, questions, entities):
-        self.seen += list(zip(questions, entities, strict=True))
-        return [self.h] * len(questions)
-
-
 SHARED = {"question": "which films share the director of [Splash]"}
 #: Ron Howard (1 hop from Splash) is the likeliest reply; Parenthood (2 hops) the next.
 SHARED_SCORES = {"Ron Howard": -1.0, "Parenthood": -2.0, "Big": -3.0}
@@ -242,7 +230,7 @@ def test_rag_answers_lie_at_the_given_distance(factory):
     g1 = build(answer_hops=2)
     ctx = g1.invoke({**SHARED, "topic_entities": ["Splash"]}, context={"answer_hops": 1})
     assert ctx["answers"] == ["Ron Howard"]
-    hops = _Hops(2)
+    hops = FakeHops(2)
     auto = build(hop_classifier=hops)
     assert auto.invoke({**SHARED, "topic_entities": ["Splash"]})["answers"] == ["Parenthood"]
     assert hops.seen == [(SHARED["question"], ["Splash"])]
@@ -254,7 +242,7 @@ def test_rag_answers_lie_at_the_given_distance(factory):
 
 @pytest.mark.parametrize("factory", [create_graph_rag_graph, create_text_rag_graph])
 def test_rag_answer_hops_is_ignored_on_the_papers_route_and_checked(factory):
-    hops = _Hops(2)
+    hops = FakeHops(2)
     llm = FakeChat(default="Answer: Ron Howard", tools=False)
     extra = {"encoder": HashingEncoder()} if factory is create_text_rag_graph else {}
     g = factory(MemoryKG(CONTRACT_TRIPLES), llm=llm, decide="generate", hop_classifier=hops, **extra)

@@ -26,7 +26,7 @@ from kg_agents.methods.graph_cot.graph import (
     create_graph_explore_graph,
     expected_llm_calls,
 )
-from tests.fakes import FakeChat
+from tests.fakes import FakeChat, FakeHops
 from tests.methods.graph_cot.helpers import (
     END_Q,
     EXTRACT,
@@ -720,18 +720,6 @@ def test_ranked_explorer_goes_on_from_the_nodes_it_reached_without_extraction():
 
 
 # --------------------------------------------------------------------------- the walk's length (hops)
-class _Hops:
-    """A scripted hop classifier: every question has ``h`` hops; the questions it saw are kept."""
-
-    def __init__(self, h: int) -> None:
-        self.h = h
-        self.seen: list[tuple[str, list[str]]] = []
-
-    def predict(self, questions, entities):
-        self.seen += list(zip(questions, entities, strict=True))
-        return [self.h] * len(questions)
-
-
 def _end_asked(scores):
     """``scores`` that count the End? rankings they are asked for."""
     asked = []
@@ -749,7 +737,7 @@ def test_ranked_explorer_walks_the_predicted_hops_without_asking_end():
     # from Ron Howard and answers among what the second hop reached (Splash, seen before, excluded)
     scores, asked = _end_asked(director_scores(end=True))
     llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
-    hops = _Hops(2)
+    hops = FakeHops(2)
     out = create_graph_explore_graph(KG, llm=llm, max_steps=3, hops="predict", hop_classifier=hops).invoke(Q)
     steps = _trace(out, "expand")
     assert _trace(out, "prepare")[0]["hops"] == 2 and hops.seen == [(Q["question"], ["Splash"])]
@@ -784,7 +772,7 @@ def test_a_given_walk_length_ends_the_explorer_after_one_hop_and_a_written_finis
 
 
 def test_ranked_agent_finishes_only_at_the_walk_length():
-    hops = _Hops(2)
+    hops = FakeHops(2)
     llm = FakeChat(logprobs=_agent_scores, tools=False)
     out = create_graph_agent_graph(KG, llm=llm, calibrate=False, hops="predict", hop_classifier=hops).invoke(
         Q
