@@ -86,7 +86,12 @@ def collect_examples(
     golds: dict[Any, Any] = {}  # each question's gold paths, found once for every method
     for method in methods:
         teacher = Teacher(kg, max_hops=max_hops, method=method, golds=golds)
-        graph = create_graph(method, kg, llm=teacher, **(options or {}).get(method, {}))
+        kwargs = dict((options or {}).get(method, {}))
+        if method == "graph_explore":
+            # the specialist ranks the explorer's relations per level (its relation_chain default), so
+            # that is the decision it learns; a ranked chain would be no decision the teacher can label
+            kwargs.setdefault("relation_chain", False)
+        graph = create_graph(method, kg, llm=teacher, **kwargs)
         for q in qs:
             if not teacher.set_question(
                 q.id,

@@ -240,3 +240,20 @@ def test_collect_examples_teaches_by_each_question_s_hop_count():
     assert any("spouse" in r for r in first_relation(2, gold_paths="shortest"))  # the hop count ignored
     with pytest.raises(ConfigError, match="gold_paths"):
         collect_examples(MemoryKG(SHORTCUT), [Q(2)], ["knowledge_navigator"], gold_paths="longest")
+
+
+def test_the_teacher_ranks_the_explorer_s_relations_per_level(kg):
+    # with a walk length the explorer would rank one relation chain, a decision no gold path labels; the
+    # teacher runs it per level, the choice the specialist makes, so both hops' relations are taught
+    class Q:
+        id, question, topic_entities, answers = Q2
+
+    examples, counts = collect_examples(kg, [Q()], ["graph_explore"], options={"graph_explore": {"hops": 2}})
+    # Babaloo Mandel has one relation (no decision); each of his films' relations are ranked at level 2
+    relations = [ex for ex in examples if ex.role == "relation"]
+    assert len(relations) == 2 and counts["graph_explore/relation"] == 2
+    assert all({ex.replies[i] for i in ex.right} == {"[directed_by]"} for ex in relations)
+    # with the chain forced on, no relation decision is left to teach
+    chained = {"graph_explore": {"hops": 2, "relation_chain": True}}
+    examples, counts = collect_examples(kg, [Q()], ["graph_explore"], options=chained)
+    assert counts["graph_explore/relation"] == 0 and not [ex for ex in examples if ex.role == "relation"]

@@ -72,7 +72,7 @@ from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_calibrate, default_llm
+from kg_agents.core.models import default_calibrate, default_llm, runs_adapter
 from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
 from kg_agents.errors import ConfigError
@@ -296,6 +296,7 @@ def create_graph_explore_graph(
     decide: Decide = "rank",
     hops: int | str = "auto",
     hop_classifier: Any = None,
+    relation_chain: bool | None = None,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -306,7 +307,8 @@ def create_graph_explore_graph(
             MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
             folder from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: overrides of the bundled prompts by name (``explore_thought``, ``explore_extract``,
-            ``explore_prune_relations``, ``explore_prune_entities``, ``explore_end``, ``select_vote``,
+            ``explore_prune_relations``, ``explore_prune_entities``, ``explore_plan_relations``,
+            ``explore_end``, ``select_vote``,
             ``score_vote``, ``merge``, ``final_answer``); an unknown name is a ``ConfigError``.
         checkpointer: a LangGraph checkpointer.
         index: an ``EntityIndex`` for linking (optional; exact and case-folded labels otherwise).
@@ -326,6 +328,10 @@ def create_graph_explore_graph(
         decide: ``"rank"`` (default) or ``"generate"``, as for :func:`create_graph_agent_graph`.
         hops, hop_classifier: the walk's length on the ranked route, as for
             :func:`create_graph_agent_graph`: End? is not asked, the search ends at that depth.
+        relation_chain: with a walk length of 2 hops or more (ranked route), choose the relations as
+            one chain of that length, ranked once from the topic entities and calibrated (the prompt
+            ``explore_plan_relations``), instead of per entity at each level. None (default): on for
+            every model but a specialist adapter, which was trained on the per-level choice.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set
@@ -347,9 +353,12 @@ def create_graph_explore_graph(
     ):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
+    if relation_chain is not None and not isinstance(relation_chain, bool):
+        raise ConfigError(f"relation_chain must be True, False or None, got {relation_chain!r}")
+    model = default_llm(llm, kg=kg, adapter=adapter)
     mkg = MeteredKG(kg)
     explorer = ExploreInteraction(
-        default_llm(llm, kg=kg, adapter=adapter),
+        model,
         mkg,
         KGToolbox(mkg, index),
         load_prompts(prompts, EXPLORE_PROMPTS),
@@ -359,6 +368,7 @@ def create_graph_explore_graph(
         max_relations=max_relations,
         fanout_limit=fanout_limit,
         keep_entities=keep_entities,
+        relation_chain=not runs_adapter(model) if relation_chain is None else relation_chain,
     )
     return build_graph(GraphCoTDeps(explorer, defaults, index, hop_classifier), checkpointer=checkpointer)
 

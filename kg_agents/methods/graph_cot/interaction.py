@@ -27,6 +27,8 @@ from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.chains import chain_text as relation_chain_text
+from kg_agents.core.chains import relation_chains
 from kg_agents.core.decide import (
     answer_candidates,
     check_calibrate,
@@ -82,6 +84,7 @@ EXPLORE_PROMPTS = (
     "explore_extract",
     "explore_prune_relations",
     "explore_prune_entities",
+    "explore_plan_relations",
     "explore_end",
     *COMMON_PROMPTS,
 )
@@ -579,6 +582,9 @@ class ExploreInteraction(Interaction):
         max_relations: at most this many relations kept per entity.
         fanout_limit: at most this many neighbours read per (entity, relation).
         keep_entities: at most this many neighbours kept per (entity, relation).
+        relation_chain: on the ranked route with a walk length of 2 hops or more, choose the relations
+            as one chain of that length, ranked once from the topic entities (:meth:`_plan`), instead of
+            per entity at each level.
         *args, **kwargs: those of :class:`Interaction`.
     """
 
@@ -591,6 +597,7 @@ class ExploreInteraction(Interaction):
         max_relations: int,
         fanout_limit: int,
         keep_entities: int,
+        relation_chain: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -598,6 +605,7 @@ class ExploreInteraction(Interaction):
         self.max_relations = max_relations
         self.fanout_limit = fanout_limit
         self.keep_entities = keep_entities
+        self.relation_chain = relation_chain
 
     def chain_text(self, branch: dict[str, Any]) -> str:
         lines = [f"Thought {i}: {st.get('thought', '')}" for i, st in enumerate(branch.get("steps") or [], 1)]
@@ -651,8 +659,12 @@ class ExploreInteraction(Interaction):
         trace["linked"] = linked
         visited = list(branch.get("visited") or [])
         seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
+        plan = branch.get("plan")
+        walk_len = walk or 0
+        if ranked and self.relation_chain and walk_len >= 2 and plan is None and not branch.get("depth"):
+            plan = self._plan(question, seen[: self.max_entities], walk_len, trace)
         found, new_seen, search_trace, depth = self._search(
-            question, thought, seen, visited, branch, settings
+            question, thought, seen, visited, {**branch, "plan": plan}, settings
         )
         trace["search"] = search_trace
         step["observation"] = "; ".join(kg_text(triple_text(self.kg, t)) for t in found) or "no new triples"
@@ -670,8 +682,38 @@ class ExploreInteraction(Interaction):
             "seen": new_seen,
             "visited": visited,
             "depth": depth,
+            "plan": plan,
             "trace": trace,
         }
+
+    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[list[str]]:
+        """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated: each
+        chain's score less its score when the question is only the entity), as ``[relation, direction]``
+        pairs; empty when the graph has no such chain (the levels then rank relations as usual).
+
+        Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
+        a whole against the question, the chain's first hops are read with its last.
+        """
+        chains, truncated = relation_chains(self.kg, starts, length)
+        if not chains:
+            trace["plan"] = {"chains": 0}
+            return []
+        entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
+        tpl = self.prompts["explore_plan_relations"]
+        ranking = rank(
+            self.model,
+            tpl.format_messages(question=question, entity=entity),
+            [relation_chain_text(c) for c in chains],
+            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity),
+        )
+        best = chains[ranking.order()[0]]
+        trace["plan"] = {
+            "chains": len(chains),
+            "truncated": truncated,
+            "chosen": [f"{INVERSE_PREFIX if d == 'in' else ''}{r}" for r, d in best],
+            "ranking": ranking.as_trace(top=5),
+        }
+        return [[r, d] for r, d in best]
 
     def _ranked_answer(
         self, branch: dict[str, Any], question: str, thought: str, found: list[Triple], trace: dict[str, Any]
@@ -693,6 +735,58 @@ class ExploreInteraction(Interaction):
         ranking = rank(self.model, msgs, labels, prefix="Answer: ", role="answer", keys=labels)
         trace["answer_ranking"] = ranking.as_trace(top=5)
         return [ranking.best] if ranking.best else None
+
+    def _follow(
+        self,
+        ent: str,
+        chosen: list[str],
+        question: str,
+        settings: dict[str, Any],
+        rec: dict[str, Any],
+        found: list[Triple],
+        seen: list[str],
+    ) -> None:
+        """Follow the ``chosen`` relations of ``ent``, pruning each one's neighbours (entity pruning),
+        into ``found`` and ``seen``; truncations and pruning fallbacks go in ``rec``."""
+        for rel in chosen:
+            inverse = rel.startswith(INVERSE_PREFIX)
+            base = rel[len(INVERSE_PREFIX) :] if inverse else rel
+            tl = self.kg.neighbors(ent, base, "in" if inverse else "out", limit=self.fanout_limit)
+            if tl.truncated:
+                rec["truncated"].append(f"{ent} {rel}")
+            tails = list(tl)
+            if len(tails) > 1:
+                labels = [entity_label(self.kg, t.other(ent)) for t in tails]
+                ent_prompt = self.prompts["explore_prune_entities"].format_messages(
+                    question=question,
+                    head_entity=kg_text(entity_label(self.kg, ent)),
+                    relation=kg_text(rel),
+                    tail_entities=", ".join(map(kg_text, labels)),
+                )
+                if settings.get("decide", "rank") == "rank":
+                    distinct = list(dict.fromkeys(labels))
+                    ranking = rank(
+                        self.model,
+                        ent_prompt,
+                        [f"[{lab}]" for lab in distinct],
+                        role="entity",
+                        keys=distinct,
+                    )
+                    best = ranked_answers(ranking, max_answers=self.keep_entities, ratio=KEEP_RATIO)
+                    wanted = {b[1:-1].casefold() for b in best}
+                else:
+                    msg = invoke_llm(self.model, ent_prompt)
+                    wanted = {w.casefold() for w in parse_bracket_list(str(msg.content))}
+                kept = [t for t, lab in zip(tails, labels, strict=True) if lab.casefold() in wanted]
+                if not kept:  # nothing usable selected: keep a bounded prefix, say so
+                    kept = tails[: self.keep_entities]
+                    rec.setdefault("prune_fallback", []).append(f"{ent} {rel}")
+                tails = kept[: self.keep_entities]
+            for t in tails:
+                found.append(t)
+                other = t.other(ent)
+                if other not in seen:
+                    seen.append(other)
 
     def _search(
         self,
@@ -719,10 +813,21 @@ class ExploreInteraction(Interaction):
                 break
             depth += 1
             rec: dict[str, Any] = {"level": level, "entities": todo, "relations": {}, "truncated": []}
+            plan = branch.get("plan") or []
+            planned = None
+            if 0 < depth <= len(plan):  # the ranked chain's relation at this depth, for every entity
+                r, d = plan[depth - 1]
+                planned = f"{INVERSE_PREFIX}{r}" if d == "in" else r
+                rec["by"] = "chain"
             for ent in todo:
                 visited.append(ent)
                 rels = self.box.neighbor_types(ent)
                 if not rels:
+                    continue
+                if planned is not None:
+                    # an entity without the chain's relation is not on the chain: nothing to follow
+                    rec["relations"][ent] = chosen = [planned] if planned in rels else []
+                    self._follow(ent, chosen, question, settings, rec, found, seen)
                     continue
                 rel_prompt = self.prompts["explore_prune_relations"].format_messages(
                     question=question,
@@ -747,45 +852,7 @@ class ExploreInteraction(Interaction):
                     msg = invoke_llm(self.model, rel_prompt)
                     chosen = match_relations(parse_bracket_list(str(msg.content)), rels)[: self.max_relations]
                 rec["relations"][ent] = chosen
-                for rel in chosen:
-                    inverse = rel.startswith(INVERSE_PREFIX)
-                    base = rel[len(INVERSE_PREFIX) :] if inverse else rel
-                    tl = self.kg.neighbors(ent, base, "in" if inverse else "out", limit=self.fanout_limit)
-                    if tl.truncated:
-                        rec["truncated"].append(f"{ent} {rel}")
-                    tails = list(tl)
-                    if len(tails) > 1:
-                        labels = [entity_label(self.kg, t.other(ent)) for t in tails]
-                        ent_prompt = self.prompts["explore_prune_entities"].format_messages(
-                            question=question,
-                            head_entity=kg_text(entity_label(self.kg, ent)),
-                            relation=kg_text(rel),
-                            tail_entities=", ".join(map(kg_text, labels)),
-                        )
-                        if settings.get("decide", "rank") == "rank":
-                            distinct = list(dict.fromkeys(labels))
-                            ranking = rank(
-                                self.model,
-                                ent_prompt,
-                                [f"[{lab}]" for lab in distinct],
-                                role="entity",
-                                keys=distinct,
-                            )
-                            best = ranked_answers(ranking, max_answers=self.keep_entities, ratio=KEEP_RATIO)
-                            wanted = {b[1:-1].casefold() for b in best}
-                        else:
-                            msg = invoke_llm(self.model, ent_prompt)
-                            wanted = {w.casefold() for w in parse_bracket_list(str(msg.content))}
-                        kept = [t for t, lab in zip(tails, labels, strict=True) if lab.casefold() in wanted]
-                        if not kept:  # nothing usable selected: keep a bounded prefix, say so
-                            kept = tails[: self.keep_entities]
-                            rec.setdefault("prune_fallback", []).append(f"{ent} {rel}")
-                        tails = kept[: self.keep_entities]
-                    for t in tails:
-                        found.append(t)
-                        other = t.other(ent)
-                        if other not in seen:
-                            seen.append(other)
+                self._follow(ent, chosen, question, settings, rec, found, seen)
             trace.append(rec)
             if walk:  # the walk's length decides, not the model
                 rec["end"], rec["end_by"] = depth >= walk, "hops"

@@ -578,6 +578,27 @@ def test_real_local_model_on_metaqa(metaqa, local_llm, factory, strategy):
     assert _trace(out, "verify_paths")[0]["paths_kept"] == len(out["paths"])
 
 
+@pytest.mark.integration
+def test_real_local_model_walks_a_ranked_relation_chain(metaqa, local_llm):
+    # the zero-shot model (on MetaQA the default is the specialist, which ranks relations per level)
+    g = create_graph_explore_graph(metaqa, llm=local_llm, adapter="none", max_steps=3, hops=2)
+    question = "who directed the movies written by [Babaloo Mandel]"
+    out = g.invoke({"question": question, "topic_entities": ["Babaloo Mandel"]})
+    assert out["errors"] == []
+    steps = _trace(out, "expand")
+    plan = steps[0]["plan"]
+    # the chain ranked first is one of the graph's 2-hop chains from the topic entity, and each level
+    # followed its relation
+    assert len(plan["chosen"]) == 2 and plan["ranking"]["route"] == "logprobs" and plan["chains"] > 1
+    assert [s["search"][0]["relations"].get(e) for s in steps for e in s["search"][0]["entities"]][:1] == [
+        [plan["chosen"][0]]
+    ]
+    assert all(s["search"][0]["by"] == "chain" for s in steps)
+    assert set(out["answers"]) <= {metaqa.label(p.end) for p in out["paths"]}
+    for p in out["paths"]:
+        assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
+
+
 # --------------------------------------------------------------------------- ranked decisions
 #: the agent's steps when it checks Splash's director and finishes
 DIRECTOR_CHAIN = ["RetrieveNode[Splash]", "NeighborCheck[Splash, directed_by]", "Finish[Ron Howard]"]
@@ -808,6 +829,75 @@ def test_hops_auto_walks_only_on_metaqa_and_the_papers_route_ignores_it(metaqa):
     gen = FakeChat(rules=explore_rules(lambda p: "I need the director."), tools=False)
     out = create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate", hops=2).invoke(Q)
     assert _trace(out, "prepare")[0]["hops"] is None and gen.calls[END_Q] == 1
+
+
+# the writer's other film's actor: a 3-hop question whose answer-type relation (starred_actors) is the
+# trap a hop-by-hop choice takes first
+Q3 = {"question": "who starred in the films written by the writer of [Splash]", "topic_entities": ["Splash"]}
+RIGHT_CHAIN = "written by, then reverse of written by, then starred actors"
+
+
+def trap_scores(text: str, options: list[str]) -> list[float]:
+    """Scripted option scores: a relation chain scores by whether it is :data:`RIGHT_CHAIN` (0 for every
+    chain after the calibration prompt, whose question is only the entity); every other ranking prefers
+    ``starred_actors``, Parenthood and Steve Martin."""
+    if ", then " in options[0]:
+        if "Question: [Splash]" in text:
+            return [0.0] * len(options)
+        return [0.0 if o == RIGHT_CHAIN else -5.0 for o in options]
+    keep = ("starred_actors", "Parenthood", "Steve Martin")
+    return [0.0 if any(k in o for k in keep) else -9.0 for o in options]
+
+
+def test_ranked_explorer_chooses_the_relations_as_one_chain_of_the_walks_length():
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3).invoke(Q3)
+    steps = _trace(out, "expand")
+    plan = steps[0]["plan"]
+    assert plan["chosen"] == ["written_by", "~written_by", "starred_actors"] and plan["truncated"] is False
+    assert plan["ranking"]["top"][0][0] == RIGHT_CHAIN and plan["ranking"]["calibrated"] is True
+    assert "plan" not in steps[1]  # ranked once, on the first step
+    # every level follows the chain's relation, none is ranked per entity
+    levels = [s["search"][0] for s in steps]
+    assert [lv["relations"] for lv in levels] == [
+        {"Splash": ["written_by"]},
+        {"Babaloo Mandel": ["~written_by"]},
+        {"Parenthood": ["starred_actors"]},
+    ]
+    assert all(lv["by"] == "chain" for lv in levels)
+    assert out["answers"] == ["Steve Martin"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Splash -> written_by -> Babaloo Mandel -> ~written_by -> Parenthood"
+        " -> starred_actors -> Steve Martin"
+    ]
+    # hop by hop (relation_chain=False), the first hop takes the answer's type and the walk goes astray
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3, relation_chain=False).invoke(Q3)
+    steps = _trace(out, "expand")
+    assert "plan" not in steps[0] and steps[0]["search"][0]["relations"] == {"Splash": ["starred_actors"]}
+    assert out["answers"] != ["Steve Martin"]
+
+
+def test_no_relation_chain_for_one_hop_or_on_the_papers_route():
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=2, hops=1).invoke(Q3)
+    assert "plan" not in _trace(out, "expand")[0]
+    gen = FakeChat(rules=explore_rules(lambda p: "I need the writer."), tools=False)
+    out = create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate", hops=3).invoke(Q3)
+    assert "plan" not in _trace(out, "expand")[0] and gen.calls[PRUNE_REL] == 1
+    with pytest.raises(ConfigError, match="relation_chain must be True, False or None"):
+        create_graph_explore_graph(KG, llm=gen, relation_chain="yes")
+
+
+def test_a_specialist_ranks_relations_per_level_unless_asked(monkeypatch):
+    # the specialist adapter was trained on the per-level choice: the chain is off by default for it
+    import kg_agents.methods.graph_cot.graph as graph_module
+
+    monkeypatch.setattr(graph_module, "runs_adapter", lambda model: True)
+    for option, planned in ((None, False), (True, True)):
+        llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+        out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3, relation_chain=option).invoke(Q3)
+        assert ("plan" in _trace(out, "expand")[0]) is planned
 
 
 @pytest.mark.parametrize("bad", [0, -1, "two", True, 1.5])

@@ -1,0 +1,83 @@
+"""Relation chains: the sequences of relations a walk of a given length can follow from some entities.
+
+A method that knows how many hops its answers lie away (the hop classifier of :mod:`kg_agents.core.hops`)
+can let the model choose the whole chain of relations at once instead of one relation per hop. Chosen hop
+by hop, a small model tends to take the relation that names the answer's type first ("who starred ..."
+takes ``starred_actors`` from the topic film), and a wrong first hop cannot be undone; ranked as a whole,
+the chain is read against the whole question. :func:`relation_chains` lists the chains the graph
+has, :func:`chain_text` writes one as a ranked reply.
+
+Example:
+    >>> from kg_agents.kg.memory import MemoryKG
+    >>> kg = MemoryKG([("X", "written_by", "W"), ("F", "written_by", "W"), ("F", "starred", "A")])
+    >>> chains, truncated = relation_chains(kg, ["X"], 3)
+    >>> for c in chains:
+    ...     print(chain_text(c))
+    written by, then reverse of written by, then starred
+    written by, then reverse of written by, then written by
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kg_agents.errors import ConfigError
+from kg_agents.kg.text import relation_words
+
+__all__ = ["Chain", "chain_text", "relation_chains"]
+
+#: One ``(relation, direction)`` per hop, ``direction`` ``"out"`` (head to tail) or ``"in"``.
+Chain = tuple[tuple[str, str], ...]
+
+
+def relation_chains(
+    kg: Any,
+    starts: Sequence[str],
+    length: int,
+    *,
+    sample: int = 10,
+    fanout: int = 20,
+    max_chains: int = 200,
+) -> tuple[list[Chain], bool]:
+    """The relation chains of exactly ``length`` hops that some walk from ``starts`` follows, in a fixed
+    order, and whether the list was cut at ``max_chains``.
+
+    Only the relations matter, so each chain prefix is followed from a sample of the entities it
+    reaches (``sample`` of them, ``fanout`` neighbours read per entity and relation): a chain that only
+    entities beyond the sample have may be missed on a large graph. Walks may turn back along the
+    relation they came by (a film's writer, then the writer's other films).
+
+    Raises:
+        ConfigError: ``length``, ``sample``, ``fanout`` or ``max_chains`` is not a positive integer.
+    """
+    for key, v in (("length", length), ("sample", sample), ("fanout", fanout), ("max_chains", max_chains)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ConfigError(f"{key} must be a positive integer, got {v!r}")
+    level: list[tuple[Chain, list[str]]] = [((), list(dict.fromkeys(starts))[:sample])]
+    truncated = False
+    for _ in range(length):
+        nxt: list[tuple[Chain, list[str]]] = []
+        for chain, ents in level:
+            for d in ("out", "in"):
+                for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
+                    got = kg.neighbors_many(ents, rel, d, limit=fanout)
+                    tails = list(dict.fromkeys(t.other(e) for e in ents for t in got.get(e, ())))
+                    if tails:
+                        nxt.append(((*chain, (rel, d)), tails[:sample]))
+        if len(nxt) > max_chains:
+            nxt, truncated = nxt[:max_chains], True
+        level = nxt
+    return [chain for chain, _ in level], truncated
+
+
+def chain_text(chain: Chain) -> str:
+    """A chain as words, the way it is ranked: ``written by, then reverse of written by``.
+
+    Example:
+        >>> chain_text((("directed_by", "out"), ("release_year", "out")))
+        'directed by, then release year'
+    """
+    return ", then ".join(
+        relation_words(r) if d == "out" else f"reverse of {relation_words(r)}" for r, d in chain
+    )
