@@ -92,6 +92,16 @@ EXPLORE_PROMPTS = (
 #: The longest reasoning path searched through a branch's triples.
 PATH_HOPS = 4
 
+#: The worked example of the relation-chain prompt (``{example}`` in ``explore_plan_relations``), shown
+#: only for chains longer than its own 2 hops: among 2-hop options the embedded model copies it (30 2-hop
+#: MetaQA dev questions: the chain ranked first was a best one for 0.333 with it, 0.567 without), while for
+#: 3 hops, where it is no option, it shows how a chain reads the question (0.200 → 0.320 on 25 others).
+PLAN_EXAMPLE = (
+    "\n\nExample:\nQuestion: who directed the movies starred by [Mara Quill]\nEntity: Mara Quill\n"
+    "Relation chain: reverse of starred actors, then directed by"
+)
+PLAN_EXAMPLE_HOPS = 2
+
 
 def load_prompts(
     overrides: Mapping[str, PromptLike] | None, names: Sequence[str]
@@ -700,15 +710,17 @@ class ExploreInteraction(Interaction):
             return []
         entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
         tpl = self.prompts["explore_plan_relations"]
+        example = PLAN_EXAMPLE if length > PLAN_EXAMPLE_HOPS else ""
         ranking = rank(
             self.model,
-            tpl.format_messages(question=question, entity=entity),
+            tpl.format_messages(question=question, entity=entity, example=example),
             [relation_chain_text(c) for c in chains],
-            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity),
+            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example),
         )
         best = chains[ranking.order()[0]]
         trace["plan"] = {
             "chains": len(chains),
+            "example": bool(example),
             "truncated": truncated,
             "chosen": [f"{INVERSE_PREFIX if d == 'in' else ''}{r}" for r, d in best],
             "ranking": ranking.as_trace(top=5),

@@ -590,6 +590,7 @@ def test_real_local_model_walks_a_ranked_relation_chain(metaqa, local_llm):
     # the chain ranked first is one of the graph's 2-hop chains from the topic entity, and each level
     # followed its relation
     assert len(plan["chosen"]) == 2 and plan["ranking"]["route"] == "logprobs" and plan["chains"] > 1
+    assert plan["example"] is False  # a 2-hop chain is ranked without the 2-hop worked example
     assert [s["search"][0]["relations"].get(e) for s in steps for e in s["search"][0]["entities"]][:1] == [
         [plan["chosen"][0]]
     ]
@@ -856,6 +857,11 @@ def test_ranked_explorer_chooses_the_relations_as_one_chain_of_the_walks_length(
     plan = steps[0]["plan"]
     assert plan["chosen"] == ["written_by", "~written_by", "starred_actors"] and plan["truncated"] is False
     assert plan["ranking"]["top"][0][0] == RIGHT_CHAIN and plan["ranking"]["calibrated"] is True
+    # a 3-hop chain is ranked with the prompt's worked example (a 2-hop chain, so it is no option), in
+    # both the prompt and its calibration prompt
+    assert plan["example"] is True
+    chain_prompts = [m for m in llm.messages if str(m[-1].content).endswith("Relation chain:")]
+    assert len(chain_prompts) == 2 and all("Example:" in str(m[0].content) for m in chain_prompts)
     assert "plan" not in steps[1]  # ranked once, on the first step
     # every level follows the chain's relation, none is ranked per entity
     levels = [s["search"][0] for s in steps]
