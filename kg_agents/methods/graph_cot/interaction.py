@@ -669,10 +669,9 @@ class ExploreInteraction(Interaction):
         trace["linked"] = linked
         visited = list(branch.get("visited") or [])
         seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
-        plan = branch.get("plan")
-        walk_len = walk or 0
-        if ranked and self.relation_chain and walk_len >= 2 and plan is None and not branch.get("depth"):
-            plan = self._plan(question, seen[: self.max_entities], walk_len, trace)
+        plan, length = branch.get("plan"), int(walk or 0)
+        if ranked and self.relation_chain and length >= 2 and plan is None and not branch.get("depth"):
+            plan = self._plan(question, seen[: self.max_entities], length, trace)
         found, new_seen, search_trace, depth = self._search(
             question, thought, seen, visited, {**branch, "plan": plan}, settings
         )
@@ -696,10 +695,11 @@ class ExploreInteraction(Interaction):
             "trace": trace,
         }
 
-    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[list[str]]:
+    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
         """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated: each
-        chain's score less its score when the question is only the entity), as ``[relation, direction]``
-        pairs; empty when the graph has no such chain (the levels then rank relations as usual).
+        chain's score less its score when the question is only the entity), as the toolbox names the
+        relations (``~relation`` followed backwards); empty when the graph has no such chain (the levels
+        then rank relations as usual).
 
         Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
         a whole against the question, the chain's first hops are read with its last.
@@ -717,15 +717,16 @@ class ExploreInteraction(Interaction):
             [relation_chain_text(c) for c in chains],
             baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example),
         )
-        best = chains[ranking.order()[0]]
+        # the relations as the toolbox names them (``~relation`` followed backwards)
+        best = [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chains[ranking.order()[0]]]
         trace["plan"] = {
             "chains": len(chains),
             "example": bool(example),
             "truncated": truncated,
-            "chosen": [f"{INVERSE_PREFIX if d == 'in' else ''}{r}" for r, d in best],
+            "chosen": best,
             "ranking": ranking.as_trace(top=5),
         }
-        return [[r, d] for r, d in best]
+        return best
 
     def _ranked_answer(
         self, branch: dict[str, Any], question: str, thought: str, found: list[Triple], trace: dict[str, Any]
@@ -828,8 +829,7 @@ class ExploreInteraction(Interaction):
             plan = branch.get("plan") or []
             planned = None
             if 0 < depth <= len(plan):  # the ranked chain's relation at this depth, for every entity
-                r, d = plan[depth - 1]
-                planned = f"{INVERSE_PREFIX}{r}" if d == "in" else r
+                planned = plan[depth - 1]
                 rec["by"] = "chain"
             for ent in todo:
                 visited.append(ent)
