@@ -87,8 +87,9 @@ def check_ratio(value: Any, name: str = "answer_ratio") -> float:
 
 
 #: What a ranked decision chooses (:attr:`Decision.role`): a relation to follow, an entity to keep, whether to
-#: stop, the answer among candidate entities, the agent's next action, or a vote among thoughts.
-ROLES = ("relation", "entity", "end", "answer", "action", "vote")
+#: stop, the answer among candidate entities, the agent's next action, a vote among thoughts, or a whole
+#: chain of relations (one per hop) from the topic entities.
+ROLES = ("relation", "entity", "end", "answer", "action", "vote", "chain")
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,8 @@ class Decision:
         role: one of :data:`ROLES`.
         keys: one machine-readable key per option, in the options' order: ``(entity ids, relation,
             direction)`` for ``relation``; an entity id for ``entity`` and ``answer``; ``(stop?, entity
-            ids reached)`` for ``end``; the action's parts for ``action``. None when the options are
+            ids reached)`` for ``end``; the action's parts for ``action``; ``(entity ids, chain)`` for
+            ``chain``, the chain one ``(relation, direction)`` per hop. None when the options are
             their own keys.
         complete: the ranking's ``complete`` flag (whether the end-of-turn token is scored).
     """

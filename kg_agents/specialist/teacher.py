@@ -13,7 +13,9 @@ method's graph runs, it scores each ranked decision so that the options on a gol
 - ``end``: stop once a gold answer has been reached, go on before;
 - ``answer``: a gold answer;
 - ``action`` (Graph-CoT's agent): ``Finish`` with a gold answer among the finished labels, else a
-  ``NeighborCheck`` along a gold hop, else ``RetrieveNode`` of a gold path's start.
+  ``NeighborCheck`` along a gold hop, else ``RetrieveNode`` of a gold path's start;
+- ``chain`` (graph_explore's relation chain): a relation chain that best explains the answers, when the
+  question's hop count is known.
 
 Running a method's own graph with the teacher walks the gold trajectory and meets every prompt exactly as
 the method writes it; each decision is kept as a training example (the prompt, the options and which are
@@ -50,7 +52,7 @@ from kg_agents.eval.metrics import normalize_answer
 from kg_agents.kg.base import Hop, KnowledgeGraph
 from kg_agents.kg.paths import hops_at_length, shortest_paths
 
-__all__ = ["Example", "Teacher", "best_chain_hops", "right_options"]
+__all__ = ["Example", "Teacher", "best_chain_hops", "best_chains", "right_options"]
 
 RIGHT, WRONG = 0.0, -10.0
 
@@ -96,9 +98,11 @@ class Example:
 @dataclass
 class Gold:
     """What a question's gold paths say: hops ``(source, relation, direction)``, node labels on them,
-    their starts and the answers' labels (normalised)."""
+    their starts, the answers' labels (normalised) and, where the question's hop count is known, its
+    best relation chains (one ``(relation, direction)`` per hop)."""
 
     hops: set[tuple[str, str, str]] = field(default_factory=set)
+    chains: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     nodes: set[str] = field(default_factory=set)
     starts: set[str] = field(default_factory=set)
     answers: set[str] = field(default_factory=set)
@@ -115,6 +119,8 @@ def right_options(decision: Decision, options: Sequence[str], gold: Gold) -> lis
         return [i for i, (ents, rel, d) in enumerate(keys) if any((e, rel, d) in gold.hops for e in ents)]
     if role == "entity":
         return [i for i, k in enumerate(keys) if normalize_answer(str(k)) in gold.nodes]
+    if role == "chain":
+        return [i for i, (_, chain) in enumerate(keys) if tuple(map(tuple, chain)) in gold.chains]
     if role == "answer":
         return [i for i, k in enumerate(keys) if normalize_answer(str(k)) in gold.answers]
     if role == "end":
@@ -154,25 +160,17 @@ def _follow(kg: KnowledgeGraph, starts: set[str], chain: Sequence[tuple[str, str
     return frontier
 
 
-def best_chain_hops(
+def best_chains(
     kg: KnowledgeGraph, topics: Sequence[str], answers: Sequence[str], length: int, *, limit: int = 2000
-) -> list[Hop]:
-    """The hops of the walks (exactly ``length`` hops, from a topic entity to a gold answer) that follow
-    the relation chains best explaining the answers.
+) -> list[tuple[tuple[tuple[str, str], ...], list[Hop]]]:
+    """The relation chains (one ``(relation, direction)`` per hop, exactly ``length`` hops) that best
+    explain the answers, each with the hops of its walks from a topic entity to a gold answer.
 
     A walk of the right length is not yet a gold path: on MetaQA, "who starred in the films whose
     screenwriters also wrote X" also reaches some of its actors through the films released in the same
-    year as X. Each relation chain that some walk follows (``(relation, direction)`` per hop) is scored
-    by the F1 of the entities it reaches from the topic entities against the answers; the chains with
-    the best F1 are kept (all of them on a tie), and their walks' hops returned. Empty: no walk.
-
-    Example:
-        >>> from kg_agents.kg.memory import MemoryKG
-        >>> kg = MemoryKG([("X", "written_by", "W"), ("F", "written_by", "W"), ("F", "starred", "A"),
-        ...                ("X", "year", "1999"), ("G", "year", "1999"), ("G", "starred", "A"),
-        ...                ("G", "starred", "B")])
-        >>> sorted((h.source, h.relation) for h in best_chain_hops(kg, ["X"], ["A"], 3))
-        [('F', 'starred'), ('W', 'written_by'), ('X', 'written_by')]
+    year as X. Each relation chain that some walk follows is scored by the F1 of the entities it reaches
+    from the topic entities against the answers; the chains with the best F1 are kept (all of them on a
+    tie). Empty: no walk.
     """
     walks = hops_at_length(kg, topics, answers, length, fanout_limit=limit)
     if not walks:
@@ -205,11 +203,11 @@ def best_chain_hops(
         hit = len(reached & gold)
         f1 = 2 * hit / (len(reached) + len(gold)) if hit else 0.0
         if f1 > best + 1e-9:
-            best, kept = f1, [levels]
+            best, kept = f1, [(chain, levels)]
         elif abs(f1 - best) <= 1e-9:
-            kept.append(levels)
-    out: list[Hop] = []
-    for levels in kept:
+            kept.append((chain, levels))
+    out = []
+    for chain, levels in kept:
         # a hop is kept when this chain goes on from where it leads to an answer (the walk it came from
         # may have gone on along another relation)
         ends = gold
@@ -218,8 +216,27 @@ def best_chain_hops(
             hops = [h for h in hops if h.target in ends]
             on_chain.append(hops)
             ends = {h.source for h in hops}
-        out.extend(h for hops in reversed(on_chain) for h in hops)
-    return list(dict.fromkeys(out))
+        out.append((chain, [h for hops in reversed(on_chain) for h in hops]))
+    return out
+
+
+def best_chain_hops(
+    kg: KnowledgeGraph, topics: Sequence[str], answers: Sequence[str], length: int, *, limit: int = 2000
+) -> list[Hop]:
+    """The hops of the walks (exactly ``length`` hops, from a topic entity to a gold answer) that follow
+    the relation chains best explaining the answers (:func:`best_chains`). Empty: no walk.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("X", "written_by", "W"), ("F", "written_by", "W"), ("F", "starred", "A"),
+        ...                ("X", "year", "1999"), ("G", "year", "1999"), ("G", "starred", "A"),
+        ...                ("G", "starred", "B")])
+        >>> sorted((h.source, h.relation) for h in best_chain_hops(kg, ["X"], ["A"], 3))
+        [('F', 'starred'), ('W', 'written_by'), ('X', 'written_by')]
+    """
+    return list(
+        dict.fromkeys(h for _, hops in best_chains(kg, topics, answers, length, limit=limit) for h in hops)
+    )
 
 
 class Teacher(BaseChatModel):
@@ -231,10 +248,13 @@ class Teacher(BaseChatModel):
         method: the method name written on the examples.
         golds: a dict shared by teachers of the same questions (one per method): each question's gold
             paths are then found once.
+        roles: record only the decisions of these roles (None: every role); the others are still
+            answered right, so the run walks the gold trajectory to the decisions wanted.
     """
 
     max_hops: int = 3
     method: str = ""
+    roles: frozenset[str] | None = None
     _kg: Any = PrivateAttr(default=None)
     _gold: Gold = PrivateAttr(default_factory=Gold)
     _qid: str = PrivateAttr(default="")
@@ -308,7 +328,9 @@ class Teacher(BaseChatModel):
         fallback = False
         if topic_entities and golds:
             if hops is not None and 1 <= hops <= self.max_hops:
-                hop_list = best_chain_hops(kg, list(topic_entities), golds, hops)
+                best = best_chains(kg, list(topic_entities), golds, hops)
+                gold.chains = {chain for chain, _ in best}
+                hop_list = list(dict.fromkeys(h for _, chain_hops in best for h in chain_hops))
                 gold.starts = {h.source for h in hop_list if h.source in topic_entities}
                 fallback = not hop_list
             if not hop_list:
@@ -330,6 +352,8 @@ class Teacher(BaseChatModel):
             self._counts["unlabelled"] += 1
             return [0.0] * len(options)
         right = right_options(decision, options, self._gold)
+        if self.roles is not None and decision.role not in self.roles:
+            return [RIGHT if i in right else WRONG for i in range(len(options))]
         if not right:
             self._counts[f"{decision.role}:no_right"] += 1
             return [0.0] * len(options)

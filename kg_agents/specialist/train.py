@@ -88,8 +88,8 @@ def collect_examples(
         teacher = Teacher(kg, max_hops=max_hops, method=method, golds=golds)
         kwargs = dict((options or {}).get(method, {}))
         if method == "graph_explore":
-            # the specialist ranks the explorer's relations per level (its relation_chain default), so
-            # that is the decision it learns; a ranked chain would be no decision the teacher can label
+            # the levels' own relation choices: the explorer ranks them where it has no chain (1 hop,
+            # or relation_chain=False); the chain's decisions come from a second pass, below
             kwargs.setdefault("relation_chain", False)
         graph = create_graph(method, kg, llm=teacher, **kwargs)
         for q in qs:
@@ -108,6 +108,31 @@ def collect_examples(
         examples.extend(teacher.examples)
         for k, v in teacher.counts.items():
             counts[f"{method}/{k}"] += v
+        if method == "graph_explore" and "relation_chain" not in (options or {}).get(method, {}):
+            # a second pass with the chain on, for the chain decisions alone (the first pass made the
+            # levels' decisions): an adapter that learns them can rank the whole chain
+            chain_teacher = Teacher(
+                kg, max_hops=max_hops, method=method, golds=golds, roles=frozenset({"chain"})
+            )
+            # the chain prompt as a specialist sees it: without the zero-shot model's worked example
+            chain_options = {"plan_example": False, **kwargs, "relation_chain": True}
+            graph = create_graph(method, kg, llm=chain_teacher, **chain_options)
+            for q in qs:
+                q_hops = getattr(q, "hops", None) if gold_paths == "hops" else None
+                if q_hops is None or q_hops < 2:  # the chain is ranked for walks of 2 hops or more
+                    continue
+                if not chain_teacher.set_question(
+                    q.id, list(q.topic_entities or []), list(q.answers), q_hops
+                ):
+                    continue
+                try:
+                    graph.invoke({"question": q.question, "topic_entities": list(q.topic_entities or [])})
+                except Exception:  # counted, as above
+                    counts[f"{method}/failed"] += 1
+            examples.extend(chain_teacher.examples)
+            for k, v in chain_teacher.counts.items():
+                if k.startswith("chain"):
+                    counts[f"{method}/{k}"] += v
     return examples, counts
 
 
@@ -224,7 +249,23 @@ DATA_SETTINGS = (
 )
 #: Raised whenever the teacher keeps other decisions from the same questions (cached decisions of an
 #: older version are collected again).
-DATA_VERSION = 3
+DATA_VERSION = 5
+
+
+def _init_folder(init: str) -> FsPath | None:
+    """The adapter folder ``init`` names (None for ``""``): ``specialist`` is the bundled shared one.
+
+    Raises:
+        ConfigError: not a string, or no adapter there.
+    """
+    from kg_agents.core.models import BUNDLED_SPECIALIST
+    from kg_agents.llm.adapters import adapter_folder
+
+    if not isinstance(init, str):
+        raise ConfigError(f"init must be an adapter folder or 'specialist', got {init!r}")
+    if not init:
+        return None
+    return adapter_folder(BUNDLED_SPECIALIST if init == "specialist" else init)
 
 
 def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
@@ -314,6 +355,7 @@ def train_specialist(
     lora_r: int = 16,
     lora_alpha: int = 32,
     lora_layers: int = 0,
+    init: str = "",
     max_len: int = 1024,
     bf16: bool = False,
     device: str = "cpu",
@@ -352,6 +394,9 @@ def train_specialist(
         lora_r, lora_alpha: LoRA rank and scale on q/k/v/o.
         lora_layers: put the adapter on the last this many decoder layers only (0: every layer); the
             backward pass stops at the lowest adapted layer, so fewer layers train faster.
+        init: go on training an adapter instead of a new one: a folder from this command, or
+            ``specialist`` (the bundled shared MetaQA adapter); its own rank and layers then hold, and
+            ``lora_r``, ``lora_alpha`` and ``lora_layers`` are not used. Empty (default): a new adapter.
         max_len: rows longer than this many tokens are dropped (counted).
         bf16: run forward and backward under bfloat16 autocast (faster on CPUs with AMX or AVX512-BF16,
             and on GPUs).
@@ -390,6 +435,7 @@ def train_specialist(
         raise ConfigError(f"max_options must be at least 2, got {max_options}")
     limits = _role_limits(role_limits, method_list)
     _check_gold_paths(gold_paths)
+    start_from = _init_folder(init)
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
         raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     settings = {
@@ -411,6 +457,7 @@ def train_specialist(
         "lora_r": lora_r,
         "lora_alpha": lora_alpha,
         "lora_layers": lora_layers,
+        "init": init,
         "max_len": max_len,
         "bf16": bf16,
         "seed": seed,
@@ -443,6 +490,8 @@ def train_specialist(
     base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
     if state is not None:
         model = PeftModel.from_pretrained(base, str(last), is_trainable=True)
+    elif init:
+        model = PeftModel.from_pretrained(base, str(start_from), is_trainable=True)
     else:
         model = new_lora(base, r=lora_r, alpha=lora_alpha, top_layers=lora_layers)
     model.to(device)

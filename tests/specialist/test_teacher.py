@@ -257,3 +257,51 @@ def test_the_teacher_ranks_the_explorer_s_relations_per_level(kg):
     chained = {"graph_explore": {"hops": 2, "relation_chain": True}}
     examples, counts = collect_examples(kg, [Q()], ["graph_explore"], options=chained)
     assert counts["graph_explore/relation"] == 0 and not [ex for ex in examples if ex.role == "relation"]
+
+
+def test_the_gold_chains_of_a_question_with_its_hop_count():
+    t = Teacher(MemoryKG(SHORTCUT))
+    assert t.set_question("q", ["Kay Lo"], ["Ann Bell", "Bo Chan"], hops=2)
+    assert t._gold.chains == {(("written_by", "in"), ("directed_by", "out"))}
+    chain = Decision(
+        "chain",
+        (
+            (("Kay Lo",), (("written_by", "in"), ("written_by", "out"))),
+            (("Kay Lo",), (("written_by", "in"), ("directed_by", "out"))),
+        ),
+    )
+    assert right_options(chain, ["a", "b"], t._gold) == [1]
+    # without a hop count there is no chain to teach
+    assert t.set_question("q", ["Kay Lo"], ["Ann Bell", "Bo Chan"])
+    assert right_options(chain, ["a", "b"], t._gold) == []
+
+
+def test_the_teacher_labels_the_explorer_s_relation_chain(kg):
+    # a second pass with the chain on records the chain decision alone; the levels' relations come from
+    # the first pass, per level
+    class Q:
+        id, question, topic_entities, answers = Q2
+        hops = 2
+
+    examples, counts = collect_examples(kg, [Q()], ["graph_explore"], options={"graph_explore": {"hops": 2}})
+    chains = [ex for ex in examples if ex.role == "chain"]
+    assert len(chains) == 1 and counts["graph_explore/chain"] == 1
+    assert {chains[0].replies[i] for i in chains[0].right} == {"reverse of written by, then directed by"}
+    assert "Relation chain" in chains[0].chat[-1]["content"]
+    assert counts["graph_explore/relation"] == 2  # the first pass's, none from the chain pass
+    assert len([ex for ex in examples if ex.role == "relation"]) == 2
+    # a question without its hop count has no chain decision
+    del Q.hops
+    examples, counts = collect_examples(kg, [Q()], ["graph_explore"], options={"graph_explore": {"hops": 2}})
+    assert counts["graph_explore/chain"] == 0 and not [ex for ex in examples if ex.role == "chain"]
+
+
+def test_a_teacher_of_some_roles_walks_the_gold_trajectory_and_records_only_them(kg):
+    t = Teacher(kg, roles=frozenset({"answer"}))
+    t.set_question("q1", ["Splash"], ["Ron Howard"])
+    keys = ((("Splash",), "directed_by", "out"), (("Splash",), "written_by", "out"))
+    ranking = rank(t, "which relation?", ["a", "b"], role="relation", keys=keys)
+    assert ranking.best == "a"  # still answered right
+    assert not t.examples and t.counts["relation"] == 0  # but not recorded
+    rank(t, "who?", ["Tom Hanks", "Ron Howard"], role="answer")
+    assert [ex.role for ex in t.examples] == ["answer"]

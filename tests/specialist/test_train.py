@@ -267,3 +267,27 @@ def test_objective_options_are_checked(user_files, tmp_path):
         train_specialist(**{**opts, "max_options": 1})
     with pytest.raises(ConfigError, match="lora_layers"):
         train_specialist(**{**opts, "lora_layers": -1})
+
+
+def test_training_goes_on_from_an_adapter_given_as_init(user_files, tmp_path):
+    from safetensors.torch import load_file
+
+    from kg_agents.specialist.train import train_specialist
+
+    first = tmp_path / "first"
+    # one decision a step: the first step of the schedule has no learning rate (its warm-up)
+    opts = {**options(user_files, first), "checkpoint_every": 0, "batch_size": 1}
+    train_specialist(**opts)
+    second = tmp_path / "second"
+    # the init adapter's rank holds (lora_r is not used); its weights are where training starts
+    info = train_specialist(**{**opts, "out": str(second), "init": str(first), "lora_r": 8, "lora_alpha": 16})
+    assert info["init"] == str(first) and info["steps"] >= 2
+    assert json.loads((second / "adapter_config.json").read_text())["r"] == 2
+    a = load_file(str(first / "adapter_model.safetensors"))
+    b = load_file(str(second / "adapter_model.safetensors"))
+    assert a.keys() == b.keys()
+    assert any(not (a[k] == b[k]).all() for k in a)  # trained on from there
+    with pytest.raises(ConfigError, match="holds no adapter"):
+        train_specialist(**{**opts, "out": str(tmp_path / "third"), "init": str(tmp_path / "missing")})
+    with pytest.raises(ConfigError, match="init"):
+        train_specialist(**{**opts, "out": str(tmp_path / "third"), "init": 3})

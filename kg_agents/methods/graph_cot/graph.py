@@ -297,6 +297,7 @@ def create_graph_explore_graph(
     hops: int | str = "auto",
     hop_classifier: Any = None,
     relation_chain: bool | None = None,
+    plan_example: bool | None = None,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -329,9 +330,13 @@ def create_graph_explore_graph(
         hops, hop_classifier: the walk's length on the ranked route, as for
             :func:`create_graph_agent_graph`: End? is not asked, the search ends at that depth.
         relation_chain: with a walk length of 2 hops or more (ranked route), choose the relations as
-            one chain of that length, ranked once from the topic entities and calibrated (the prompt
-            ``explore_plan_relations``), instead of per entity at each level. None (default): on for
+            one chain of that length, ranked once from the topic entities (the prompt
+            ``explore_plan_relations``; calibrated, except with a specialist adapter, which learns the
+            chain on its plain scores), instead of per entity at each level. None (default): on for
             every model but a specialist adapter, which was trained on the per-level choice.
+        plan_example: show the relation-chain prompt's worked example (a 2-hop chain) when the chain
+            has 3 hops or more. None (default): for every model but a specialist adapter, which learns
+            the chains without it.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set
@@ -353,8 +358,9 @@ def create_graph_explore_graph(
     ):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
-    if relation_chain is not None and not isinstance(relation_chain, bool):
-        raise ConfigError(f"relation_chain must be True, False or None, got {relation_chain!r}")
+    for key, v in (("relation_chain", relation_chain), ("plan_example", plan_example)):
+        if v is not None and not isinstance(v, bool):
+            raise ConfigError(f"{key} must be True, False or None, got {v!r}")
     model = default_llm(llm, kg=kg, adapter=adapter)
     mkg = MeteredKG(kg)
     explorer = ExploreInteraction(
@@ -369,6 +375,9 @@ def create_graph_explore_graph(
         fanout_limit=fanout_limit,
         keep_entities=keep_entities,
         relation_chain=not runs_adapter(model) if relation_chain is None else relation_chain,
+        # an adapter learns the chain on its plain scores (the specialist's ``chain`` decisions)
+        chain_calibrate=not runs_adapter(model),
+        chain_example=not runs_adapter(model) if plan_example is None else plan_example,
     )
     return build_graph(GraphCoTDeps(explorer, defaults, index, hop_classifier), checkpointer=checkpointer)
 

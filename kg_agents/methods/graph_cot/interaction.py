@@ -608,6 +608,8 @@ class ExploreInteraction(Interaction):
         fanout_limit: int,
         keep_entities: int,
         relation_chain: bool = True,
+        chain_calibrate: bool = True,
+        chain_example: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -616,6 +618,8 @@ class ExploreInteraction(Interaction):
         self.fanout_limit = fanout_limit
         self.keep_entities = keep_entities
         self.relation_chain = relation_chain
+        self.chain_calibrate = check_calibrate(chain_calibrate)
+        self.chain_example = chain_example
 
     def chain_text(self, branch: dict[str, Any]) -> str:
         lines = [f"Thought {i}: {st.get('thought', '')}" for i, st in enumerate(branch.get("steps") or [], 1)]
@@ -696,10 +700,10 @@ class ExploreInteraction(Interaction):
         }
 
     def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
-        """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated: each
-        chain's score less its score when the question is only the entity), as the toolbox names the
-        relations (``~relation`` followed backwards); empty when the graph has no such chain (the levels
-        then rank relations as usual).
+        """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated with
+        ``chain_calibrate``: each chain's score less its score when the question is only the entity), as
+        the toolbox names the relations (``~relation`` followed backwards); empty when the graph has no
+        such chain (the levels then rank relations as usual).
 
         Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
         a whole against the question, the chain's first hops are read with its last.
@@ -710,18 +714,23 @@ class ExploreInteraction(Interaction):
             return []
         entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
         tpl = self.prompts["explore_plan_relations"]
-        example = PLAN_EXAMPLE if length > PLAN_EXAMPLE_HOPS else ""
+        example = PLAN_EXAMPLE if self.chain_example and length > PLAN_EXAMPLE_HOPS else ""
         ranking = rank(
             self.model,
             tpl.format_messages(question=question, entity=entity, example=example),
             [relation_chain_text(c) for c in chains],
-            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example),
+            role="chain",
+            keys=[(tuple(starts), c) for c in chains],
+            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example)
+            if self.chain_calibrate
+            else None,
         )
         # the relations as the toolbox names them (``~relation`` followed backwards)
         best = [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chains[ranking.order()[0]]]
         trace["plan"] = {
             "chains": len(chains),
             "example": bool(example),
+            "calibrated": bool(ranking.extra.get("calibrated", False)),
             "truncated": truncated,
             "chosen": best,
             "ranking": ranking.as_trace(top=5),
@@ -758,9 +767,14 @@ class ExploreInteraction(Interaction):
         rec: dict[str, Any],
         found: list[Triple],
         seen: list[str],
+        then: str | None = None,
     ) -> None:
         """Follow the ``chosen`` relations of ``ent``, pruning each one's neighbours (entity pruning),
-        into ``found`` and ``seen``; truncations and pruning fallbacks go in ``rec``."""
+        into ``found`` and ``seen``; truncations and pruning fallbacks go in ``rec``.
+
+        ``then``: the relation chain's next relation. A neighbour without it is off the chain (a film
+        with no genre, for a chain that asks its genre next): it is left out before the pruning, unless
+        no neighbour has it (counted in ``rec["off_chain"]``)."""
         for rel in chosen:
             inverse = rel.startswith(INVERSE_PREFIX)
             base = rel[len(INVERSE_PREFIX) :] if inverse else rel
@@ -768,6 +782,13 @@ class ExploreInteraction(Interaction):
             if tl.truncated:
                 rec["truncated"].append(f"{ent} {rel}")
             tails = list(tl)
+            if then is not None and tails:
+                nxt_inverse = then.startswith(INVERSE_PREFIX)
+                nxt, nxt_dir = then.removeprefix(INVERSE_PREFIX), "in" if nxt_inverse else "out"
+                on_chain = [t for t in tails if nxt in self.kg.relations(t.other(ent), nxt_dir)]
+                if on_chain and len(on_chain) < len(tails):
+                    rec.setdefault("off_chain", {})[f"{ent} {rel}"] = len(tails) - len(on_chain)
+                    tails = on_chain
             if len(tails) > 1:
                 labels = [entity_label(self.kg, t.other(ent)) for t in tails]
                 ent_prompt = self.prompts["explore_prune_entities"].format_messages(
@@ -827,9 +848,10 @@ class ExploreInteraction(Interaction):
             depth += 1
             rec: dict[str, Any] = {"level": level, "entities": todo, "relations": {}, "truncated": []}
             plan = branch.get("plan") or []
-            planned = None
+            planned = then = None
             if 0 < depth <= len(plan):  # the ranked chain's relation at this depth, for every entity
                 planned = plan[depth - 1]
+                then = plan[depth] if depth < len(plan) else None
                 rec["by"] = "chain"
             for ent in todo:
                 visited.append(ent)
@@ -839,7 +861,7 @@ class ExploreInteraction(Interaction):
                 if planned is not None:
                     # an entity without the chain's relation is not on the chain: nothing to follow
                     rec["relations"][ent] = chosen = [planned] if planned in rels else []
-                    self._follow(ent, chosen, question, settings, rec, found, seen)
+                    self._follow(ent, chosen, question, settings, rec, found, seen, then)
                     continue
                 rel_prompt = self.prompts["explore_prune_relations"].format_messages(
                     question=question,

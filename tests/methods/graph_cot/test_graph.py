@@ -884,6 +884,38 @@ def test_ranked_explorer_chooses_the_relations_as_one_chain_of_the_walks_length(
     assert out["answers"] != ["Steve Martin"]
 
 
+def test_a_neighbour_without_the_chain_s_next_relation_is_left_out_before_the_pruning():
+    from kg_agents.kg import MemoryKG
+
+    kg = MemoryKG(
+        [
+            ("Old Film", "written_by", "Ann Wri"),  # no genre: off the chain
+            ("New Film", "written_by", "Ann Wri"),
+            ("New Film", "has_genre", "Drama"),
+        ]
+    )
+
+    def scores(text: str, options: list[str]) -> list[float]:
+        if ", then " in options[0]:  # the chain: written by backwards, then the genre
+            return [0.0 if o == "reverse of written by, then has genre" else -5.0 for o in options]
+        return [0.0 if "Old Film" in o else -9.0 for o in options]  # pruning would keep the wrong film
+
+    question = {
+        "question": "the films written by [Ann Wri] were in which genres",
+        "topic_entities": ["Ann Wri"],
+    }
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the films."), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(kg, llm=llm, max_steps=3, hops=2).invoke(question)
+    first = _trace(out, "expand")[0]["search"][0]
+    assert first["off_chain"] == {"Ann Wri ~written_by": 1}
+    assert out["answers"] == ["Drama"]
+    assert [p.to_text() for p in out["paths"]] == ["Ann Wri -> ~written_by -> New Film -> has_genre -> Drama"]
+    # per level there is no chain to be off: the pruning keeps the film it prefers
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the films."), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(kg, llm=llm, max_steps=3, hops=2, relation_chain=False).invoke(question)
+    assert "off_chain" not in _trace(out, "expand")[0]["search"][0]
+
+
 def test_no_relation_chain_for_one_hop_or_on_the_papers_route():
     llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
     out = create_graph_explore_graph(KG, llm=llm, max_steps=2, hops=1).invoke(Q3)
@@ -904,6 +936,26 @@ def test_a_specialist_ranks_relations_per_level_unless_asked(monkeypatch):
         llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
         out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3, relation_chain=option).invoke(Q3)
         assert ("plan" in _trace(out, "expand")[0]) is planned
+
+
+def test_a_specialist_ranks_the_chain_on_plain_scores_without_the_example(monkeypatch):
+    # an adapter learns the chain on its plain scores and without the zero-shot model's worked example
+    import kg_agents.methods.graph_cot.graph as graph_module
+
+    monkeypatch.setattr(graph_module, "runs_adapter", lambda model: True)
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3, relation_chain=True).invoke(Q3)
+    plan = _trace(out, "expand")[0]["plan"]
+    assert plan["chosen"] == ["written_by", "~written_by", "starred_actors"]
+    assert plan["calibrated"] is False and plan["example"] is False
+    chain_prompts = [m for m in llm.messages if str(m[-1].content).endswith("Relation chain:")]
+    assert len(chain_prompts) == 1 and "Example:" not in str(chain_prompts[0][0].content)
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+    options = {"relation_chain": True, "plan_example": True}
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3, **options).invoke(Q3)
+    assert _trace(out, "expand")[0]["plan"]["example"] is True
+    with pytest.raises(ConfigError, match="plan_example must be True, False or None"):
+        create_graph_explore_graph(KG, llm=llm, plan_example="yes")
 
 
 @pytest.mark.parametrize("bad", [0, -1, "two", True, 1.5])
