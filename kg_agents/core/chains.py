@@ -46,7 +46,9 @@ def relation_chains(
     Only the relations matter, so each chain prefix is followed from a sample of the entities it
     reaches (``sample`` of them, ``fanout`` neighbours read per entity and relation): a chain that only
     entities beyond the sample have may be missed on a large graph. Walks may turn back along the
-    relation they came by (a film's writer, then the writer's other films).
+    relation they came by (a film's writer, then the writer's other films), but a chain that ends only
+    at ``starts`` (a director's films, then their director: the director again) is left out, since an
+    answer is never a start.
 
     Raises:
         ConfigError: ``length``, ``sample``, ``fanout`` or ``max_chains`` is not a positive integer.
@@ -55,14 +57,18 @@ def relation_chains(
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
     level: list[tuple[Chain, list[str]]] = [((), list(dict.fromkeys(starts))[:sample])]
+    start_set = set(starts)
     truncated = False
-    for _ in range(length):
+    for k in range(length):
+        last = k == length - 1
         nxt: list[tuple[Chain, list[str]]] = []
         for chain, ents in level:
             for d in ("out", "in"):
                 for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
                     got = kg.neighbors_many(ents, rel, d, limit=fanout)
                     tails = list(dict.fromkeys(t.other(e) for e in ents for t in got.get(e, ())))
+                    if last:  # the chain's end: only what is not a start could be an answer
+                        tails = [t for t in tails if t not in start_set]
                     if tails:
                         nxt.append(((*chain, (rel, d)), tails[:sample]))
         if len(nxt) > max_chains:
