@@ -38,16 +38,18 @@ def test_auto_picks_the_bundled_specialist_on_metaqa_only():
     assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist") == str(BUNDLED_SPECIALIST)
 
 
-def test_knowledge_navigator_has_its_own_bundled_specialist():
-    own = BUNDLED_SPECIALISTS["knowledge_navigator"]
+@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
+def test_knowledge_navigator_and_graph_explore_have_their_own_bundled_specialists(method):
+    own = BUNDLED_SPECIALISTS[method]
     assert (own / "adapter_config.json").is_file() and own != BUNDLED_SPECIALIST
     metaqa = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
-    assert specialist_for(metaqa, "auto", "knowledge_navigator") == str(own)
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist", "knowledge_navigator") == str(own)
-    assert specialist_for(metaqa, "none", "knowledge_navigator") is None
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "auto", "knowledge_navigator") is None
-    for method in ("graph_explore", "graph_rag", None):  # every other method: the shared one
-        assert specialist_for(metaqa, "auto", method) == str(BUNDLED_SPECIALIST)
+    assert specialist_for(metaqa, "auto", method) == str(own)
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist", method) == str(own)
+    assert specialist_for(metaqa, "none", method) is None
+    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "auto", method) is None
+    for other in ("graph_agent", "graph_rag", None):  # every other method: the shared one
+        assert specialist_for(metaqa, "auto", other) == str(BUNDLED_SPECIALIST)
+    assert len(set(BUNDLED_SPECIALISTS.values())) == len(BUNDLED_SPECIALISTS)
 
 
 @pytest.mark.parametrize("bad", ["", "bogus-folder", 3, None])

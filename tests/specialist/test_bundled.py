@@ -36,6 +36,8 @@ def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_reque
     assert default_llm(None, kg=metaqa).model_name == "SmolLM2-135M-Instruct+metaqa"
     own = default_llm(None, kg=metaqa, method="knowledge_navigator")
     assert own.model_name == "SmolLM2-135M-Instruct+metaqa-kn"
+    explorer = default_llm(None, kg=metaqa, method="graph_explore")
+    assert explorer.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
     assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
 
@@ -71,7 +73,8 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     assert used("knowledge_navigator") == "SmolLM2-135M-Instruct+metaqa-kn"  # its own adapter
     assert used("knowledge_navigator", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-kn"
     assert used("knowledge_navigator", ["adapter=none"]) == "smollm2-135m-instruct"
-    assert used("graph_explore") == "SmolLM2-135M-Instruct+metaqa"
+    assert used("graph_explore") == "SmolLM2-135M-Instruct+metaqa-ge"  # its own adapter too
+    assert used("graph_rag") == "SmolLM2-135M-Instruct+metaqa"
     assert used("graph_agent") == "smollm2-135m-instruct"
     assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa"
     assert used("gcr", ["num_beams=5"]) == "smollm2-135m-instruct"

@@ -304,9 +304,10 @@ def create_graph_explore_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec; None: the embedded local model.
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
-            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
-            folder from ``kg-agents train specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: graph_explore's own bundled
+            specialist, ``kg_agents/specialist/checkpoints/metaqa-ge``, on the MetaQA graph, the
+            zero-shot model elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder
+            from ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: overrides of the bundled prompts by name (``explore_thought``, ``explore_extract``,
             ``explore_prune_relations``, ``explore_prune_entities``, ``explore_plan_relations``,
             ``explore_end``, ``select_vote``,
@@ -332,8 +333,9 @@ def create_graph_explore_graph(
         relation_chain: with a walk length of 2 hops or more (ranked route), choose the relations as
             one chain of that length, ranked once from the topic entities (the prompt
             ``explore_plan_relations``; calibrated, except with a specialist adapter, which learns the
-            chain on its plain scores), instead of per entity at each level. None (default): on for
-            every model but a specialist adapter, which was trained on the per-level choice.
+            chain on its plain scores), instead of per entity at each level. None (default): on; an
+            adapter trained before the specialist learnt chains (its ``specialist_train.json`` has no
+            ``graph_explore/chain`` decision) should run with False.
         plan_example: show the relation-chain prompt's worked example (a 2-hop chain) when the chain
             has 3 hops or more. None (default): for every model but a specialist adapter, which learns
             the chains without it.
@@ -361,7 +363,7 @@ def create_graph_explore_graph(
     for key, v in (("relation_chain", relation_chain), ("plan_example", plan_example)):
         if v is not None and not isinstance(v, bool):
             raise ConfigError(f"{key} must be True, False or None, got {v!r}")
-    model = default_llm(llm, kg=kg, adapter=adapter)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_explore")
     mkg = MeteredKG(kg)
     explorer = ExploreInteraction(
         model,
@@ -374,7 +376,7 @@ def create_graph_explore_graph(
         max_relations=max_relations,
         fanout_limit=fanout_limit,
         keep_entities=keep_entities,
-        relation_chain=not runs_adapter(model) if relation_chain is None else relation_chain,
+        relation_chain=True if relation_chain is None else relation_chain,
         # an adapter learns the chain on its plain scores (the specialist's ``chain`` decisions)
         chain_calibrate=not runs_adapter(model),
         chain_example=not runs_adapter(model) if plan_example is None else plan_example,

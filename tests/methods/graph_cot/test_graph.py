@@ -927,12 +927,12 @@ def test_no_relation_chain_for_one_hop_or_on_the_papers_route():
         create_graph_explore_graph(KG, llm=gen, relation_chain="yes")
 
 
-def test_a_specialist_ranks_relations_per_level_unless_asked(monkeypatch):
-    # the specialist adapter was trained on the per-level choice: the chain is off by default for it
+def test_a_specialist_ranks_the_chain_too_unless_asked_not_to(monkeypatch):
+    # graph_explore's specialist learnt the chain: on by default for every model; False: per level
     import kg_agents.methods.graph_cot.graph as graph_module
 
     monkeypatch.setattr(graph_module, "runs_adapter", lambda model: True)
-    for option, planned in ((None, False), (True, True)):
+    for option, planned in ((None, True), (True, True), (False, False)):
         llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
         out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3, relation_chain=option).invoke(Q3)
         assert ("plan" in _trace(out, "expand")[0]) is planned
