@@ -234,9 +234,12 @@ def best_chain_hops(
         >>> sorted((h.source, h.relation) for h in best_chain_hops(kg, ["X"], ["A"], 3))
         [('F', 'starred'), ('W', 'written_by'), ('X', 'written_by')]
     """
-    return list(
-        dict.fromkeys(h for _, hops in best_chains(kg, topics, answers, length, limit=limit) for h in hops)
-    )
+    return _hops_of(best_chains(kg, topics, answers, length, limit=limit))
+
+
+def _hops_of(chains: Sequence[tuple[Any, list[Hop]]]) -> list[Hop]:
+    """The hops of :func:`best_chains`' chains, each once, in order."""
+    return list(dict.fromkeys(h for _, hops in chains for h in hops))
 
 
 class Teacher(BaseChatModel):
@@ -330,7 +333,7 @@ class Teacher(BaseChatModel):
             if hops is not None and 1 <= hops <= self.max_hops:
                 best = best_chains(kg, list(topic_entities), golds, hops)
                 gold.chains = {chain for chain, _ in best}
-                hop_list = list(dict.fromkeys(h for _, chain_hops in best for h in chain_hops))
+                hop_list = _hops_of(best)
                 gold.starts = {h.source for h in hop_list if h.source in topic_entities}
                 fallback = not hop_list
             if not hop_list:

@@ -84,6 +84,10 @@ def collect_examples(
     examples: list[Example] = []
     counts: Counter[str] = Counter(questions=len(qs))
     golds: dict[Any, Any] = {}  # each question's gold paths, found once for every method
+
+    def hops_of(q: Any) -> int | None:
+        return getattr(q, "hops", None) if gold_paths == "hops" else None
+
     for method in methods:
         teacher = Teacher(kg, max_hops=max_hops, method=method, golds=golds)
         kwargs = dict((options or {}).get(method, {}))
@@ -92,19 +96,9 @@ def collect_examples(
             # or relation_chain=False); the chain's decisions come from a second pass, below
             kwargs.setdefault("relation_chain", False)
         graph = create_graph(method, kg, llm=teacher, **kwargs)
-        for q in qs:
-            if not teacher.set_question(
-                q.id,
-                list(q.topic_entities or []),
-                list(q.answers),
-                getattr(q, "hops", None) if gold_paths == "hops" else None,
-            ):
-                counts[f"{method}/unreachable"] += 1
-                continue
-            try:
-                graph.invoke({"question": q.question, "topic_entities": list(q.topic_entities or [])})
-            except Exception:  # a method's own error on one question: counted, never trained on
-                counts[f"{method}/failed"] += 1
+        unreachable, failed = _teach(graph, teacher, qs, hops_of)
+        counts[f"{method}/unreachable"] += unreachable
+        counts[f"{method}/failed"] += failed
         examples.extend(teacher.examples)
         for k, v in teacher.counts.items():
             counts[f"{method}/{k}"] += v
@@ -117,23 +111,31 @@ def collect_examples(
             # the chain prompt as a specialist sees it: without the zero-shot model's worked example
             chain_options = {"plan_example": False, **kwargs, "relation_chain": True}
             graph = create_graph(method, kg, llm=chain_teacher, **chain_options)
-            for q in qs:
-                q_hops = getattr(q, "hops", None) if gold_paths == "hops" else None
-                if q_hops is None or q_hops < 2:  # the chain is ranked for walks of 2 hops or more
-                    continue
-                if not chain_teacher.set_question(
-                    q.id, list(q.topic_entities or []), list(q.answers), q_hops
-                ):
-                    continue
-                try:
-                    graph.invoke({"question": q.question, "topic_entities": list(q.topic_entities or [])})
-                except Exception:  # counted, as above
-                    counts[f"{method}/failed"] += 1
+            # the chain is ranked for walks of 2 hops or more (the unreachable were counted above)
+            chained = [q for q in qs if (hops_of(q) or 0) >= 2]
+            counts[f"{method}/failed"] += _teach(graph, chain_teacher, chained, hops_of)[1]
             examples.extend(chain_teacher.examples)
             for k, v in chain_teacher.counts.items():
                 if k.startswith("chain"):
                     counts[f"{method}/{k}"] += v
     return examples, counts
+
+
+def _teach(graph: Any, teacher: Teacher, questions: Sequence[Any], hops_of: Any) -> tuple[int, int]:
+    """Run ``graph`` (whose model is ``teacher``) on each question the teacher finds gold paths for;
+    returns how many had none (unreachable) and how many runs raised (a method's own error on one
+    question: counted, never trained on)."""
+    unreachable = failed = 0
+    for q in questions:
+        topics = list(q.topic_entities or [])
+        if not teacher.set_question(q.id, topics, list(q.answers), hops_of(q)):
+            unreachable += 1
+            continue
+        try:
+            graph.invoke({"question": q.question, "topic_entities": topics})
+        except Exception:
+            failed += 1
+    return unreachable, failed
 
 
 def _rows(

@@ -364,6 +364,7 @@ def create_graph_explore_graph(
         if v is not None and not isinstance(v, bool):
             raise ConfigError(f"{key} must be True, False or None, got {v!r}")
     model = default_llm(llm, kg=kg, adapter=adapter, method="graph_explore")
+    adapted = runs_adapter(model)
     mkg = MeteredKG(kg)
     explorer = ExploreInteraction(
         model,
@@ -378,8 +379,8 @@ def create_graph_explore_graph(
         keep_entities=keep_entities,
         relation_chain=True if relation_chain is None else relation_chain,
         # an adapter learns the chain on its plain scores (the specialist's ``chain`` decisions)
-        chain_calibrate=not runs_adapter(model),
-        chain_example=not runs_adapter(model) if plan_example is None else plan_example,
+        chain_calibrate=not adapted,
+        chain_example=not adapted if plan_example is None else plan_example,
     )
     return build_graph(GraphCoTDeps(explorer, defaults, index, hop_classifier), checkpointer=checkpointer)
 

@@ -89,6 +89,19 @@ EXPLORE_PROMPTS = (
     *COMMON_PROMPTS,
 )
 
+
+def toolbox_relation(name: str) -> tuple[str, str]:
+    """``(relation, direction)`` of a relation as the toolbox names it (``~relation``: followed backwards).
+
+    Example:
+        >>> toolbox_relation("~written_by"), toolbox_relation("directed_by")
+        (('written_by', 'in'), ('directed_by', 'out'))
+    """
+    if name.startswith(INVERSE_PREFIX):
+        return name[len(INVERSE_PREFIX) :], "in"
+    return name, "out"
+
+
 #: The longest reasoning path searched through a branch's triples.
 PATH_HOPS = 4
 
@@ -776,16 +789,14 @@ class ExploreInteraction(Interaction):
         with no genre, for a chain that asks its genre next): it is left out before the pruning, unless
         no neighbour has it (counted in ``rec["off_chain"]``)."""
         for rel in chosen:
-            inverse = rel.startswith(INVERSE_PREFIX)
-            base = rel[len(INVERSE_PREFIX) :] if inverse else rel
-            tl = self.kg.neighbors(ent, base, "in" if inverse else "out", limit=self.fanout_limit)
+            tl = self.kg.neighbors(ent, *toolbox_relation(rel), limit=self.fanout_limit)
             if tl.truncated:
                 rec["truncated"].append(f"{ent} {rel}")
             tails = list(tl)
             if then is not None and tails:
-                nxt_inverse = then.startswith(INVERSE_PREFIX)
-                nxt, nxt_dir = then.removeprefix(INVERSE_PREFIX), "in" if nxt_inverse else "out"
-                on_chain = [t for t in tails if nxt in self.kg.relations(t.other(ent), nxt_dir)]
+                # one read for every neighbour: which of them have the next relation
+                nxt = self.kg.neighbors_many([t.other(ent) for t in tails], *toolbox_relation(then), limit=1)
+                on_chain = [t for t in tails if nxt.get(t.other(ent))]
                 if on_chain and len(on_chain) < len(tails):
                     rec.setdefault("off_chain", {})[f"{ent} {rel}"] = len(tails) - len(on_chain)
                     tails = on_chain
@@ -869,14 +880,7 @@ class ExploreInteraction(Interaction):
                     relations=", ".join(map(kg_text, rels)),
                 )
                 if settings.get("decide", "rank") == "rank":
-                    keys = [
-                        (
-                            (ent,),
-                            r.removeprefix(INVERSE_PREFIX),
-                            "in" if r.startswith(INVERSE_PREFIX) else "out",
-                        )
-                        for r in rels
-                    ]
+                    keys = [((ent,), *toolbox_relation(r)) for r in rels]
                     ranking = rank(
                         self.model, rel_prompt, [f"[{r}]" for r in rels], role="relation", keys=keys
                     )
