@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from kg_agents.core.chains import chain_text, relation_chains
+from kg_agents.core.chains import CHAIN_EXAMPLE, chain_text, relation_chains
 from kg_agents.core.decide import rank
 from kg_agents.core.prompts import prompt_templates
 from kg_agents.eval.datasets import load_metaqa
 from kg_agents.llm import resolve_chat_model
-from kg_agents.methods.graph_cot.interaction import PLAN_EXAMPLE
 from kg_agents.specialist.teacher import _follow
 
 
@@ -55,7 +54,7 @@ def run(hops: int, limit: int, skip: int, llm, tpl, plain: bool = False) -> tupl
         f1 = chain_f1(kg, start, chains, {a for a in q.answers if kg.has_entity(a)})
         best = max(f1)
         texts = [chain_text(c) for c in chains]
-        for variant, example in (("none", ""), ("example", PLAN_EXAMPLE)):
+        for variant, example in (("none", ""), ("example", CHAIN_EXAMPLE)):
             ranking = rank(
                 llm,
                 tpl.format_messages(question=q.question, entity=name, example=example),

@@ -25,7 +25,19 @@ from typing import Any
 from kg_agents.errors import ConfigError
 from kg_agents.kg.text import relation_words
 
-__all__ = ["Chain", "chain_text", "relation_chains"]
+__all__ = ["CHAIN_EXAMPLE", "CHAIN_EXAMPLE_HOPS", "Chain", "chain_example", "chain_text", "relation_chains"]
+
+#: The worked example of a relation-chain prompt (its ``{example}``), shown only for chains longer than
+#: its own 2 hops: among 2-hop options the embedded model copies it (30 2-hop MetaQA dev questions: the
+#: chain ranked first was a best one for 0.333 with it, 0.567 without), while for 3 hops, where it is no
+#: option, it shows how a chain reads the question (0.200 → 0.320 on 25 others). A specialist adapter
+#: learns the chains without it.
+CHAIN_EXAMPLE = (
+    "\n\nExample:\nQuestion: who directed the movies starred by [Mara Quill]\nEntity: Mara Quill\n"
+    "Relation chain: reverse of starred actors, then directed by"
+)
+#: The length of :data:`CHAIN_EXAMPLE`'s chain.
+CHAIN_EXAMPLE_HOPS = 2
 
 #: One ``(relation, direction)`` per hop, ``direction`` ``"out"`` (head to tail) or ``"in"``.
 Chain = tuple[tuple[str, str], ...]
@@ -87,3 +99,16 @@ def chain_text(chain: Chain) -> str:
     return ", then ".join(
         relation_words(r) if d == "out" else f"reverse of {relation_words(r)}" for r, d in chain
     )
+
+
+def chain_example(length: int, show: bool) -> str:
+    """The ``{example}`` of a relation-chain prompt for chains of ``length`` hops: :data:`CHAIN_EXAMPLE`
+    when ``show`` and the chains are longer than the example's, else empty.
+
+    Example:
+        >>> chain_example(2, True), chain_example(3, False)
+        ('', '')
+        >>> chain_example(3, True) == CHAIN_EXAMPLE
+        True
+    """
+    return CHAIN_EXAMPLE if show and length > CHAIN_EXAMPLE_HOPS else ""

@@ -14,8 +14,8 @@ method's graph runs, it scores each ranked decision so that the options on a gol
 - ``answer``: a gold answer;
 - ``action`` (Graph-CoT's agent): ``Finish`` with a gold answer among the finished labels, else a
   ``NeighborCheck`` along a gold hop, else ``RetrieveNode`` of a gold path's start;
-- ``chain`` (graph_explore's relation chain): a relation chain that best explains the answers, when the
-  question's hop count is known.
+- ``chain`` (a relation chain ranked whole, by graph_explore and knowledge_navigator): a relation chain
+  that best explains the answers, when the question's hop count is known.
 
 Running a method's own graph with the teacher walks the gold trajectory and meets every prompt exactly as
 the method writes it; each decision is kept as a training example (the prompt, the options and which are

@@ -37,7 +37,7 @@ from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_directory, atomic_write
 from kg_agents.specialist.teacher import Example, Teacher
 
-__all__ = ["DEFAULT_METHODS", "collect_examples", "rank_loss", "train_specialist"]
+__all__ = ["CHAIN_METHODS", "DEFAULT_METHODS", "collect_examples", "rank_loss", "train_specialist"]
 
 #: How the teacher finds a question's gold paths (see :func:`collect_examples`).
 GOLD_PATHS = ("hops", "shortest")
@@ -51,6 +51,11 @@ def _check_gold_paths(value: str) -> None:
 #: The methods whose decisions the specialist learns (gcr's general reasoner is left out: its training
 #: run would need the beam decoder for every question; its path generator has its own adapter).
 DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_rag,dualr"
+
+
+#: The methods that rank a whole relation chain at 2 hops or more (their ``relation_chain`` option); the
+#: teacher runs them twice, once per hop and once for the chains (see :func:`collect_examples`).
+CHAIN_METHODS = ("graph_explore", "knowledge_navigator")
 
 
 def collect_examples(
@@ -91,9 +96,9 @@ def collect_examples(
     for method in methods:
         teacher = Teacher(kg, max_hops=max_hops, method=method, golds=golds)
         kwargs = dict((options or {}).get(method, {}))
-        if method == "graph_explore":
-            # the levels' own relation choices: the explorer ranks them where it has no chain (1 hop,
-            # or relation_chain=False); the chain's decisions come from a second pass, below
+        if method in CHAIN_METHODS:
+            # the hops' own relation choices: the method ranks them where it has no chain (1 hop, or
+            # relation_chain=False); the chain's decisions come from a second pass, below
             kwargs.setdefault("relation_chain", False)
         graph = create_graph(method, kg, llm=teacher, **kwargs)
         unreachable, failed = _teach(graph, teacher, qs, hops_of)
@@ -102,9 +107,9 @@ def collect_examples(
         examples.extend(teacher.examples)
         for k, v in teacher.counts.items():
             counts[f"{method}/{k}"] += v
-        if method == "graph_explore" and "relation_chain" not in (options or {}).get(method, {}):
+        if method in CHAIN_METHODS and "relation_chain" not in (options or {}).get(method, {}):
             # a second pass with the chain on, for the chain decisions alone (the first pass made the
-            # levels' decisions): an adapter that learns them can rank the whole chain
+            # hops' decisions): an adapter that learns them can rank the whole chain
             chain_teacher = Teacher(
                 kg, max_hops=max_hops, method=method, golds=golds, roles=frozenset({"chain"})
             )

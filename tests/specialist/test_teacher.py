@@ -296,6 +296,24 @@ def test_the_teacher_labels_the_explorer_s_relation_chain(kg):
     assert counts["graph_explore/chain"] == 0 and not [ex for ex in examples if ex.role == "chain"]
 
 
+def test_the_teacher_labels_the_navigator_s_relation_chain(kg):
+    class Q:
+        id, question, topic_entities, answers = Q2
+        hops = 2
+
+    examples, counts = collect_examples(
+        kg, [Q()], ["knowledge_navigator"], options={"knowledge_navigator": {"hops": 2}}
+    )
+    chains = [ex for ex in examples if ex.role == "chain"]
+    assert len(chains) == 1 and counts["knowledge_navigator/chain"] == 1
+    assert {chains[0].replies[i] for i in chains[0].right} == {"reverse of written by, then directed by"}
+    # as a specialist sees it: the chain prompt without the worked example
+    assert "Relation chain" in chains[0].chat[-1]["content"] and "Example" not in chains[0].chat[0]["content"]
+    # the per-hop relations come from the first pass alone (Babaloo Mandel's one relation needs no call;
+    # Splash's and Parenthood's second hops are one decision each)
+    assert counts["knowledge_navigator/relation"] == len([ex for ex in examples if ex.role == "relation"]) > 0
+
+
 def test_a_teacher_of_some_roles_walks_the_gold_trajectory_and_records_only_them(kg):
     t = Teacher(kg, roles=frozenset({"answer"}))
     t.set_question("q1", ["Splash"], ["Ron Howard"])

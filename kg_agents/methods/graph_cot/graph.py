@@ -360,9 +360,9 @@ def create_graph_explore_graph(
     ):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
-    for key, v in (("relation_chain", relation_chain), ("plan_example", plan_example)):
-        if v is not None and not isinstance(v, bool):
-            raise ConfigError(f"{key} must be True, False or None, got {v!r}")
+    for key, flag in (("relation_chain", relation_chain), ("plan_example", plan_example)):
+        if flag is not None and not isinstance(flag, bool):
+            raise ConfigError(f"{key} must be True, False or None, got {flag!r}")
     model = default_llm(llm, kg=kg, adapter=adapter, method="graph_explore")
     adapted = runs_adapter(model)
     mkg = MeteredKG(kg)

@@ -27,6 +27,7 @@ from langchain_core.tools import ToolException
 from pydantic import BaseModel, Field
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.chains import chain_example as chain_prompt_example
 from kg_agents.core.chains import chain_text as relation_chain_text
 from kg_agents.core.chains import relation_chains
 from kg_agents.core.decide import (
@@ -41,7 +42,7 @@ from kg_agents.core.metering import MeteredKG, invoke_llm
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.support import support_paths
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, KnowledgeGraph, Path, Triple
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple
 from kg_agents.kg.text import relation_words
 from kg_agents.llm.ranking import Ranking
 from kg_agents.methods.graph_cot.parsing import (
@@ -90,7 +91,7 @@ EXPLORE_PROMPTS = (
 )
 
 
-def toolbox_relation(name: str) -> tuple[str, str]:
+def toolbox_relation(name: str) -> tuple[str, Direction]:
     """``(relation, direction)`` of a relation as the toolbox names it (``~relation``: followed backwards).
 
     Example:
@@ -104,16 +105,6 @@ def toolbox_relation(name: str) -> tuple[str, str]:
 
 #: The longest reasoning path searched through a branch's triples.
 PATH_HOPS = 4
-
-#: The worked example of the relation-chain prompt (``{example}`` in ``explore_plan_relations``), shown
-#: only for chains longer than its own 2 hops: among 2-hop options the embedded model copies it (30 2-hop
-#: MetaQA dev questions: the chain ranked first was a best one for 0.333 with it, 0.567 without), while for
-#: 3 hops, where it is no option, it shows how a chain reads the question (0.200 → 0.320 on 25 others).
-PLAN_EXAMPLE = (
-    "\n\nExample:\nQuestion: who directed the movies starred by [Mara Quill]\nEntity: Mara Quill\n"
-    "Relation chain: reverse of starred actors, then directed by"
-)
-PLAN_EXAMPLE_HOPS = 2
 
 
 def load_prompts(
@@ -727,7 +718,7 @@ class ExploreInteraction(Interaction):
             return []
         entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
         tpl = self.prompts["explore_plan_relations"]
-        example = PLAN_EXAMPLE if self.chain_example and length > PLAN_EXAMPLE_HOPS else ""
+        example = chain_prompt_example(length, self.chain_example)
         ranking = rank(
             self.model,
             tpl.format_messages(question=question, entity=entity, example=example),

@@ -20,10 +20,16 @@ Relations are shown to the LLM readably and with their direction explicit: for t
 the candidate ``directed_by`` walked backwards reads ``? directed by Ron Howard``; walked forwards from
 ``Splash`` it reads ``Splash directed by ?``.
 
-One deviation, on by default and switchable (``grouping``): core entities of one hop whose candidate
-relations are identical share one LLM call per question variant (the prompt lists them); ``grouping="hop"``
-lets all core entities of a hop share one call over the union of their candidates; ``grouping="none"``
-gives every entity its own calls, as in the paper. In every mode an entity (group) with no more than ``K``
+Two deviations, on by default and switchable. With a depth of 2 hops or more, the ranked route chooses
+the relations as whole chains of that depth, once, at the first hop (``relation_chain``): each question
+variant ranks the chains the graph has from the topic entities, the weighted vote keeps the top ``M``,
+and each hop follows the kept chains' relation at that hop. Chosen hop by hop, the small model takes the
+relation that names the answer's type first, and a wrong first hop cannot be undone.
+
+And (``grouping``) core entities of one hop whose candidate relations are identical share one LLM call per
+question variant (the prompt lists them); ``grouping="hop"`` lets all core entities of a hop share one
+call over the union of their candidates; ``grouping="none"`` gives every entity its own calls, as in the
+paper. In every mode an entity (group) with no more than ``K``
 candidates needs no call (every voter would pick them all).
 
 Every per-run option (:class:`KnowledgeNavigatorContext`) is also a factory option; a run's context
@@ -51,7 +57,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.decide import Decide
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_calibrate, default_llm
+from kg_agents.core.models import default_calibrate, default_llm, runs_adapter
 from kg_agents.core.nodes import make_link_entities_node
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
@@ -123,6 +129,15 @@ class KnowledgeNavigatorContext:
             (see :func:`kg_agents.core.decide.rank`). Two LLM calls per ranking instead of one. The
             factory's default (None) is on, except for a specialist adapter (the default on MetaQA),
             which was trained on the plain scores.
+        relation_chain: on the ranked route with a depth of 2 hops or more, the first hop ranks whole
+            relation chains of that depth from the topic entities (the ``select_chain_rank`` prompt; each
+            question variant ranks them and the weighted vote keeps the top ``M``), and every hop follows
+            the kept chains' relation at that hop, with no further choice. A hop's core entities without
+            the next relation are left out, unless none has it. False: the paper's choice per hop. The
+            factory's default (None) is on.
+        plan_example: show the chain prompt's worked example (a 2-hop chain) for chains of 3 hops or
+            more. The factory's default (None): shown to every model but a specialist adapter, which learnt
+            the chains without it.
     """
 
     hops: int | None = None
@@ -145,6 +160,8 @@ class KnowledgeNavigatorContext:
     decide: Decide | None = None
     answer_ratio: float | None = None
     calibrate: bool | None = None
+    relation_chain: bool | None = None
+    plan_example: bool | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -156,6 +173,7 @@ class KnowledgeNavigatorState(ReasoningState, total=False):
     core: list[str]
     visited: list[str]
     selected: dict[str, list[list[str]]]
+    chains: list[list[list[str]]]
     retrieved: list[Triple]
     parents: dict[str, Triple]
     retrieval_llm_calls: int
@@ -195,6 +213,8 @@ def create_knowledge_navigator_graph(
     decide: Decide = "rank",
     answer_ratio: float = 0.5,
     calibrate: bool | None = None,
+    relation_chain: bool | None = None,
+    plan_example: bool | None = None,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -225,10 +245,11 @@ def create_knowledge_navigator_graph(
         fanout_limit: at most this many triples per (entity, relation, direction); hits are traced.
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
-            select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate:
-            the defaults of the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"``
-            (default) ranks relations and answers by the model's log-probability (relations with the
-            ``select_relations_rank`` prompt); ``"generate"`` is the paper's free-generation route.
+            select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate,
+            relation_chain, plan_example: the defaults of the per-run options, see
+            :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default) ranks relations and answers by
+            the model's log-probability (relations with the ``select_relations_rank`` prompt, chains with
+            ``select_chain_rank``); ``"generate"`` is the paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
         select_prompt: the ``select_relations`` prompt.
         reason_prompt: the ``reason`` prompt, also used for few-shot reasoning unless ``prompts`` names
@@ -276,6 +297,9 @@ def create_knowledge_navigator_graph(
         decide=decide,
         answer_ratio=answer_ratio,
         calibrate=default_calibrate(calibrate, model),
+        relation_chain=True if relation_chain is None else relation_chain,
+        # an adapter learns the chains without the zero-shot model's worked example
+        plan_example=not runs_adapter(model) if plan_example is None else plan_example,
     )
     bad = check_context(defaults)
     if bad:

@@ -17,6 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.chains import Chain, chain_example, chain_text, relation_chains
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
 from kg_agents.core.metering import invoke_llm, metered
@@ -53,6 +54,7 @@ __all__ = [
     "expand",
     "hop_classifier",
     "parse_answers_lines",
+    "rank_chains",
     "rank_options_text",
     "reason",
     "select_relations",
@@ -130,8 +132,9 @@ def check_context(ctx: Any) -> str | None:
         return f"hops must be at least 1 or None (got {ctx.hops!r})"
     if ctx.decide not in DECIDE_MODES:
         return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
-    if not isinstance(ctx.calibrate, bool):
-        return f"calibrate must be True or False (got {ctx.calibrate!r})"
+    for name in ("calibrate", "relation_chain", "plan_example"):
+        if not isinstance(getattr(ctx, name), bool):
+            return f"{name} must be True or False (got {getattr(ctx, name)!r})"
     try:
         check_ratio(ctx.answer_ratio)
     except ConfigError as exc:
@@ -238,6 +241,69 @@ def analyse_question(
 
 
 # ------------------------------------------------------------ select relations (vote)
+def rank_chains(
+    deps: KnowledgeNavigatorDeps,
+    ctx: Any,
+    state: Mapping[str, Any],
+    voters: Sequence[str],
+    weights: Sequence[float],
+    calls: int,
+) -> tuple[dict[str, Any], list[list[list[str]]], int]:
+    """The relation chains of the question's depth from its topic entities, each question variant
+    ranking them (its top ``K`` are its vote) and the weighted vote keeping the top ``M`` (eq. 3-4, over
+    chains instead of one hop's relations).
+
+    Returns ``(trace record, kept chains as [[relation, direction], ...], LLM calls so far)``; no chains
+    are kept when the graph has none of that depth (the hops then choose their relations one by one) or
+    when the call budget would be passed (``budget_hit`` in the record).
+    """
+    starts = list(dict.fromkeys(state.get("core") or []))
+    length = int(state.get("hops", 1))
+    found, truncated = relation_chains(deps.kg, starts, length)
+    info: dict[str, Any] = {
+        "node": "select_chains",
+        "hops": length,
+        "chains": len(found),
+        "truncated": truncated,
+    }
+    if not found:
+        return info, [], calls
+    options: list[Chain] = list(found)
+    if len(options) <= ctx.top_k:  # every voter would pick all of them
+        kept = list(range(len(options)))[: ctx.top_m]
+        info.update(asked_llm=False)
+    else:
+        per_vote = 2 if ctx.calibrate else 1  # calibration: a second call
+        if calls + per_vote * len(voters) > ctx.max_llm_calls:
+            info["budget_hit"] = True
+            return info, [], calls
+        entity = ", ".join(kg_text(deps.kg.label(e)) for e in starts)
+        example = chain_example(length, ctx.plan_example)
+        tpl = deps.prompts["select_chain_rank"]
+        texts = [chain_text(c) for c in options]
+        choices: list[list[int]] = []
+        rankings = []
+        for q in voters:
+            ranking = rank(
+                deps.llm,
+                tpl.format_messages(question=q, entity=entity, example=example),
+                texts,
+                role="chain",
+                keys=[(tuple(starts), c) for c in options],
+                baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example)
+                if ctx.calibrate
+                else None,
+            )
+            choices.append(ranking.order()[: ctx.top_k])
+            rankings.append(ranking.as_trace(top=5))
+        calls += per_vote * len(voters)
+        scores, kept = weighted_vote(choices, weights, len(options), ctx.top_m)
+        info.update(asked_llm=True, example=bool(example), rankings=rankings, scores=scores[:50])
+    chosen = [[[r, d] for r, d in options[i]] for i in kept]
+    info["kept"] = [[f"{'~' if d == 'in' else ''}{r}" for r, d in c] for c in chosen]
+    return info, chosen, calls
+
+
 @metered
 @guarded("select_relations")
 def select_relations(
@@ -251,6 +317,41 @@ def select_relations(
     voters = [state["question"], *(state.get("variants") or [])]
     weights = [ctx.original_weight] + [ctx.variant_weight] * (len(voters) - 1)
     calls = state.get("retrieval_llm_calls", 0)
+    chains = state.get("chains")
+    update: dict[str, Any] = {}
+    if (
+        chains is None
+        and hop == 0
+        and ctx.decide == "rank"
+        and ctx.relation_chain
+        and state.get("hops", 1) >= 2
+    ):
+        chain_info, chains, calls = rank_chains(deps, ctx, state, voters, weights, calls)
+        update = {"chains": chains, "trace": [chain_info]}
+        if chain_info.get("budget_hit"):
+            update["stop_reason"] = f"max_llm_calls={ctx.max_llm_calls} reached ranking the relation chains"
+            return {**update, "selected": {}, "retrieval_llm_calls": calls}
+    if chains:  # the kept chains' relation at this hop, for every core entity that has it
+        at_hop = list(dict.fromkeys((c[hop][0], c[hop][1]) for c in chains if hop < len(c)))
+        selected_on_chain: dict[str, list[list[str]]] = {e: [] for e in core}
+        for r, d in at_hop:  # one KG call per relation: which core entities have it
+            for e, ts in deps.kg.neighbors_many(core, r, check_direction(d), limit=1).items():
+                if ts and e in selected_on_chain:
+                    selected_on_chain[e].append([r, d])
+        info = {
+            "node": "select_relations",
+            "hop": hop + 1,
+            "core": core[:20],
+            "n_core": len(core),
+            "chain_relations": [f"{'~' if d == 'in' else ''}{r}" for r, d in at_hop],
+            "budget_hit": False,
+        }
+        return {
+            **update,
+            "selected": selected_on_chain,
+            "retrieval_llm_calls": calls,
+            "trace": [*update.get("trace", []), info],
+        }
     # candidates per entity, both directions
     cands: dict[str, tuple[tuple[str, Direction], ...]] = {}
     for e in core:
@@ -333,10 +434,12 @@ def select_relations(
                 "asked_llm": asked,
             }
         )
-    update: dict[str, Any] = {
+    update = {
+        **update,
         "selected": selected,
         "retrieval_llm_calls": calls,
         "trace": [
+            *update.get("trace", []),
             {
                 "node": "select_relations",
                 "hop": hop + 1,
@@ -345,7 +448,7 @@ def select_relations(
                 "weights": weights,
                 "votes": votes,
                 "budget_hit": budget_hit,
-            }
+            },
         ],
     }
     if budget_hit:
@@ -385,6 +488,21 @@ def expand(
                     visited.append(other)
                     parents[other] = t
                     nxt.append(other)
+    off_chain = 0
+    chains = state.get("chains") or []
+    following = [c[hop + 1] for c in chains if hop + 1 < len(c)]
+    if following and nxt:
+        # the next core: the entities with a kept chain's next relation (a film with no genre is off a
+        # chain that asks its genre next), unless none has it
+        on = {
+            e
+            for r, d in dict.fromkeys((r, d) for r, d in following)
+            for e, ts in deps.kg.neighbors_many(nxt, r, check_direction(d), limit=1).items()
+            if ts
+        }
+        if on:
+            off_chain = sum(1 for e in nxt if e not in on)
+            nxt = [e for e in nxt if e in on]
     cut = len(nxt) > ctx.max_core_entities
     update: dict[str, Any] = {
         "retrieved": retrieved,
@@ -399,6 +517,7 @@ def expand(
                 "triples": len(retrieved),
                 "new_entities": len(nxt),
                 "core_cut": cut,
+                "off_chain": off_chain,
                 "fanout_truncated": truncated,
             }
         ],

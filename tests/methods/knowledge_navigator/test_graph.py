@@ -476,6 +476,95 @@ def test_calibrated_relation_choice_follows_what_the_question_raises(kg):
         create_knowledge_navigator_graph(kg, llm=llm, calibrate="yes")
 
 
+def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
+    seen: list[str] = []
+
+    def scores(text: str, options: list[str]) -> list[float]:
+        seen.append(text)
+        if "Relation chain:" in text:  # the chain the question names is the likeliest
+            return [0.0 if o == "reverse of starred actors, then release year" else -5.0 for o in options]
+        return [float(-i) for i in range(len(options))]  # answers: in the order offered
+
+    llm = FakeChat(logprobs=scores)
+    q = {"question": "when were the films starring [Tom Hanks] released", "topic_entities": ["Tom Hanks"]}
+    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False).invoke(
+        q, context={"hops": 2}
+    )
+    chain = next(t for t in out["trace"] if t["node"] == "select_chains")
+    assert chain["kept"] == [["~starred_actors", "release_year"]] and chain["asked_llm"] is True
+    assert chain["example"] is False  # a 2-hop chain: the 2-hop example would be copied
+    hops = [t for t in out["trace"] if t["node"] == "select_relations"]
+    assert [h["chain_relations"] for h in hops] == [["~starred_actors"], ["release_year"]]
+    # the films without a release year are off the chain: the second hop starts from Splash and Big only
+    expands = [t for t in out["trace"] if t["node"] == "expand"]
+    assert expands[0]["off_chain"] == 2 and sorted(hops[1]["core"]) == ["Big", "Splash"]
+    assert out["answers"] == ["1984"] and [p.to_text() for p in out["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Splash -> release_year -> 1984"
+    ]
+    # one chain ranking and one answer ranking, no per-hop relation choice
+    assert out["usage"]["llm_calls"] == 2 and "Relation chain:" in seen[0]
+    # a 3-hop chain is ranked with the worked example, unless plan_example is off
+    out3 = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False).invoke(
+        q, context={"hops": 3}
+    )
+    assert next(t for t in out3["trace"] if t["node"] == "select_chains")["example"] is True
+    plain = create_knowledge_navigator_graph(
+        kg, llm=llm, num_variants=0, calibrate=False, plan_example=False
+    ).invoke(q, context={"hops": 3})
+    assert next(t for t in plain["trace"] if t["node"] == "select_chains")["example"] is False
+    # relation_chain=False: the paper's choice per hop, one ranking per hop
+    per_hop = create_knowledge_navigator_graph(
+        kg, llm=llm, num_variants=0, calibrate=False, relation_chain=False
+    ).invoke(q, context={"hops": 2})
+    assert not [t for t in per_hop["trace"] if t["node"] == "select_chains"]
+    assert all("votes" in t for t in per_hop["trace"] if t["node"] == "select_relations")
+    with pytest.raises(ConfigError, match="relation_chain"):
+        create_knowledge_navigator_graph(kg, llm=llm, relation_chain="yes")
+
+
+def test_the_chain_vote_the_budget_and_a_graph_without_chains(kg):
+    def scores(text: str, options: list[str]) -> list[float]:
+        if "Relation chain:" in text:  # the original question and one variant disagree
+            want = "directed by" if "directed" in text else "release year"
+            return [0.0 if o.endswith(want) else -5.0 for o in options]
+        return [0.0] * len(options)
+
+    llm = FakeChat(
+        logprobs=scores, rules=[("ask exactly the same thing", "1. the release years of [Tom Hanks] films")]
+    )
+    q = {"question": "who directed the films starring [Tom Hanks]", "topic_entities": ["Tom Hanks"]}
+    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=1, calibrate=False).invoke(
+        q, context={"hops": 2}
+    )
+    chain = next(t for t in out["trace"] if t["node"] == "select_chains")
+    # the original question's vote weighs 2, the variant's 1
+    assert chain["kept"] == [["~starred_actors", "directed_by"]] and len(chain["rankings"]) == 2
+    two = create_knowledge_navigator_graph(kg, llm=llm, num_variants=1, calibrate=False, top_m=2).invoke(
+        q, context={"hops": 2}
+    )
+    kept = next(t for t in two["trace"] if t["node"] == "select_chains")["kept"]
+    assert kept == [["~starred_actors", "directed_by"], ["~starred_actors", "release_year"]]
+    assert [t["chain_relations"] for t in two["trace"] if t["node"] == "select_relations"][1] == [
+        "directed_by",
+        "release_year",
+    ]
+    # the budget: the chain ranking of two voters does not fit in one call
+    tight = create_knowledge_navigator_graph(
+        kg, llm=llm, num_variants=1, calibrate=False, max_llm_calls=2
+    ).invoke(q, context={"hops": 2})
+    assert (
+        tight["answers"] == []
+        and "relation chains" in next(t for t in tight["trace"] if t["node"] == "verbalise")["stop_reason"]
+    )
+    # no 2-hop chain from a dead end: the hops choose their relations one by one
+    lone = MemoryKG([("Splash", "directed_by", "Ron Howard")])
+    out = create_knowledge_navigator_graph(lone, llm=llm, num_variants=0, calibrate=False).invoke(
+        {"question": "who directed [Splash]", "topic_entities": ["Splash"]}, context={"hops": 2}
+    )
+    assert next(t for t in out["trace"] if t["node"] == "select_chains")["chains"] == 0
+    assert out["answers"] == ["Ron Howard"]
+
+
 # --------------------------------------------------------------------------- options and prompts
 def test_run_context_keeps_the_factory_options_it_does_not_set(kg):
     """A per-run context that sets some fields leaves the factory's other options in force."""
@@ -521,11 +610,12 @@ def test_prompts_override_by_name(kg):
     assert PROMPT_NAMES == (
         "reason",
         "reason_fewshot",
+        "select_chain_rank",
         "select_relations",
         "select_relations_rank",
         "similar_questions",
     )
-    with pytest.raises(ConfigError, match="valid: reason, reason_fewshot, select_relations"):
+    with pytest.raises(ConfigError, match="valid: reason, reason_fewshot, select_chain_rank"):
         create_knowledge_navigator_graph(kg, decide="generate", llm=llm, prompts={"answer": "x"})
     with pytest.raises(ConfigError, match="twice"):
         create_knowledge_navigator_graph(

@@ -60,3 +60,30 @@ def test_knowledge_navigator_local_model_metaqa(metaqa):
     assert 2 <= out["usage"]["llm_calls"] <= 7 and out["usage"]["input_tokens"] > 0
     for p in out["paths"]:
         assert verify_path(metaqa, p) and p.start in topics
+
+
+def test_knowledge_navigator_ranks_the_relation_chain_with_the_local_model(metaqa):
+    from kg_agents.core.chains import relation_chains
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.llm import resolve_chat_model
+    from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
+
+    q = next(iter(load_metaqa(2, split="validation", seed=0, limit=1)))
+    topics = bracketed(q.question)
+    g = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"), adapter="none")
+    out = g.invoke(
+        {"question": q.question, "topic_entities": topics},
+        context={"hops": 2, "num_variants": 0, "max_triples": 40},
+    )
+    assert out["errors"] == []
+    chain = next(t for t in out["trace"] if t["node"] == "select_chains")
+    # one calibrated chain ranking (two calls), among the chains the graph has
+    assert chain["asked_llm"] is True and len(chain["kept"]) == 1
+    have, _ = relation_chains(metaqa, topics, 2)
+    named = [[f"{'~' if d == 'in' else ''}{r}" for r, d in c] for c in have]
+    assert chain["kept"][0] in named
+    hops = [t for t in out["trace"] if t["node"] == "select_relations"]
+    assert [h["chain_relations"] for h in hops] == [[r] for r in chain["kept"][0]][: len(hops)]
+    assert out["usage"]["llm_calls"] <= 3  # the chain ranking and its baseline, and the answer
+    for p in out["paths"]:
+        assert verify_path(metaqa, p) and p.start in topics and len(p.hops) == 2

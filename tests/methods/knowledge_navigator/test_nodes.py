@@ -50,6 +50,8 @@ DEFAULTS = KnowledgeNavigatorContext(
     decide="generate",
     answer_ratio=0.5,
     calibrate=True,
+    relation_chain=True,
+    plan_example=True,
 )
 SPLASH_DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 SPLASH_WRITTEN = Triple("Splash", "written_by", "Babaloo Mandel")
