@@ -17,14 +17,14 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
-from kg_agents.core.chains import Chain, chain_example, chain_text, relation_chains
+from kg_agents.core.chains import chain_example, chain_text, relation_chains
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, halted, no_answer_error
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.kg.base import Direction, Path, Triple, check_direction
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, Path, Triple, check_direction
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 from kg_agents.methods.knowledge_navigator.knowledge import (
@@ -58,6 +58,7 @@ __all__ = [
     "rank_options_text",
     "reason",
     "select_relations",
+    "traced_relation",
     "verbalise_knowledge",
 ]
 
@@ -112,6 +113,16 @@ def rank_options_text(options: Sequence[tuple[str, str]], entity: str) -> list[s
         if seen[t] > 1:
             texts[i] = f"{t} ({options[i][0]})"
     return texts
+
+
+def traced_relation(relation: str, direction: str) -> str:
+    """A relation as the trace names it: ``~relation`` when walked backwards.
+
+    Example:
+        >>> traced_relation("written_by", "in"), traced_relation("directed_by", "out")
+        ('~written_by', 'directed_by')
+    """
+    return f"{INVERSE_PREFIX}{relation}" if direction == "in" else relation
 
 
 def parse_answers_lines(text: str) -> list[str]:
@@ -259,16 +270,15 @@ def rank_chains(
     """
     starts = list(dict.fromkeys(state.get("core") or []))
     length = int(state.get("hops", 1))
-    found, truncated = relation_chains(deps.kg, starts, length)
+    options, truncated = relation_chains(deps.kg, starts, length)
     info: dict[str, Any] = {
         "node": "select_chains",
         "hops": length,
-        "chains": len(found),
+        "chains": len(options),
         "truncated": truncated,
     }
-    if not found:
+    if not options:
         return info, [], calls
-    options: list[Chain] = list(found)
     if len(options) <= ctx.top_k:  # every voter would pick all of them
         kept = list(range(len(options)))[: ctx.top_m]
         info.update(asked_llm=False)
@@ -300,7 +310,7 @@ def rank_chains(
         scores, kept = weighted_vote(choices, weights, len(options), ctx.top_m)
         info.update(asked_llm=True, example=bool(example), rankings=rankings, scores=scores[:50])
     chosen = [[[r, d] for r, d in options[i]] for i in kept]
-    info["kept"] = [[f"{'~' if d == 'in' else ''}{r}" for r, d in c] for c in chosen]
+    info["kept"] = [[traced_relation(r, d) for r, d in c] for c in chosen]
     return info, chosen, calls
 
 
@@ -343,7 +353,7 @@ def select_relations(
             "hop": hop + 1,
             "core": core[:20],
             "n_core": len(core),
-            "chain_relations": [f"{'~' if d == 'in' else ''}{r}" for r, d in at_hop],
+            "chain_relations": [traced_relation(r, d) for r, d in at_hop],
             "budget_hit": False,
         }
         return {
@@ -424,13 +434,10 @@ def select_relations(
             {
                 "entities": members[:10],
                 "n_entities": len(members),
-                "candidates": [f"{'~' if d == 'in' else ''}{r}" for r, d in options_rd],
-                "choices": [
-                    [f"{'~' if options_rd[i][1] == 'in' else ''}{options_rd[i][0]}" for i in c]
-                    for c in choices
-                ],
+                "candidates": [traced_relation(r, d) for r, d in options_rd],
+                "choices": [[traced_relation(*options_rd[i]) for i in c] for c in choices],
                 "scores": scores,
-                "kept": [f"{'~' if d == 'in' else ''}{r}" for r, d in chosen],
+                "kept": [traced_relation(r, d) for r, d in chosen],
                 "asked_llm": asked,
             }
         )
@@ -477,7 +484,7 @@ def expand(
         for rel, direction in selected.get(e, []):
             tl = deps.kg.neighbors(e, rel, check_direction(direction), limit=deps.fanout_limit)
             if tl.truncated:
-                truncated.append(f"{e} {'~' if direction == 'in' else ''}{rel}")
+                truncated.append(f"{e} {traced_relation(rel, direction)}")
             for t in tl:
                 if t not in seen_triples:
                     seen_triples.add(t)

@@ -35,17 +35,22 @@ def test_hop_classifier_bundled_validation_accuracy():
     assert clf.predict(["who directed Splash"], [["Splash"]]) == clf.predict(["who directed [Splash]"])
 
 
-def test_knowledge_navigator_local_model_metaqa(metaqa):
+def _first_question_and_zero_shot_graph(metaqa, hops):
+    """The first dev-validation question of ``hops`` hops, its topic entities, and knowledge_navigator
+    with the zero-shot local model: its default calibration makes two calls a ranking (the shipped
+    adapter, the default on MetaQA, is run by tests/specialist/test_bundled.py)."""
     from kg_agents.eval.datasets import load_metaqa
     from kg_agents.llm import resolve_chat_model
     from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 
-    q = next(iter(load_metaqa(1, split="validation", seed=0, limit=1)))
-    topics = bracketed(q.question)
-    # the zero-shot model: its default calibration makes two calls a ranking (the shipped adapter, the
-    # default on MetaQA, is run by tests/specialist/test_bundled.py; it often rewrites the question as
-    # itself, a variant that is dropped)
-    g = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"), adapter="none")
+    q = next(iter(load_metaqa(hops, split="validation", seed=0, limit=1)))
+    graph = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"), adapter="none")
+    return q, bracketed(q.question), graph
+
+
+def test_knowledge_navigator_local_model_metaqa(metaqa):
+    # (the adapter often rewrites the question as itself, a variant that is dropped)
+    q, topics, g = _first_question_and_zero_shot_graph(metaqa, 1)
     out = g.invoke(
         {"question": q.question, "topic_entities": topics},
         # the variants' call and two calibrated relation rankings (two calls each) fit in 6
@@ -64,13 +69,8 @@ def test_knowledge_navigator_local_model_metaqa(metaqa):
 
 def test_knowledge_navigator_ranks_the_relation_chain_with_the_local_model(metaqa):
     from kg_agents.core.chains import relation_chains
-    from kg_agents.eval.datasets import load_metaqa
-    from kg_agents.llm import resolve_chat_model
-    from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 
-    q = next(iter(load_metaqa(2, split="validation", seed=0, limit=1)))
-    topics = bracketed(q.question)
-    g = create_knowledge_navigator_graph(metaqa, llm=resolve_chat_model("local"), adapter="none")
+    q, topics, g = _first_question_and_zero_shot_graph(metaqa, 2)
     out = g.invoke(
         {"question": q.question, "topic_entities": topics},
         context={"hops": 2, "num_variants": 0, "max_triples": 40},
