@@ -184,6 +184,8 @@ def create_graph_agent_graph(
     calibrate: bool | None = None,
     hops: int | str = "auto",
     hop_classifier: Any = None,
+    relation_chain: bool = False,
+    plan_example: bool | None = None,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -197,8 +199,8 @@ def create_graph_agent_graph(
             with ``hops="auto"`` the two tie on MetaQA (0.408 Hits@1 averaged over 1-3 hops, 40 / 20 / 20
             dev-validation questions; docs/results.md).
         prompts: overrides of the bundled prompts by name (``agent_step``, ``agent_tools``,
-            ``select_vote``, ``score_vote``, ``merge``, ``final_answer``): template text, file path or
-            template; an unknown name is a ``ConfigError``.
+            ``explore_plan_relations``, ``select_vote``, ``score_vote``, ``merge``, ``final_answer``):
+            template text, file path or template; an unknown name is a ``ConfigError``.
         checkpointer: a LangGraph checkpointer.
         index: an ``EntityIndex`` for ``RetrieveNode`` and topic entity linking (optional).
         strategy: ``cot`` (one chain), ``tot`` or ``got``.
@@ -237,6 +239,14 @@ def create_graph_agent_graph(
             ``"none"``. The papers' route (``decide="generate"``) ignores it. A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the bundled one, loaded on the first question that needs it).
+        relation_chain: with a walk length of 2 hops or more (ranked route), rank the relations as one
+            chain of that length once the start node is retrieved (graph_explore's prompt
+            ``explore_plan_relations``; calibrated, except with a specialist adapter), and offer at each
+            hop only the ``NeighborCheck`` along the chain's relation, on the nodes that have it (a
+            departure from the paper, whose agent picks each relation). False (default): the agent
+            ranks every relation at every hop.
+        plan_example: show the relation-chain prompt's worked example (a 2-hop chain) when the chain
+            has 3 hops or more. None (default): for every model but a specialist adapter.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -256,8 +266,13 @@ def create_graph_agent_graph(
         strategy, evaluator, k, t, depth, max_steps, search_depth=0, decide=decide, hops=hops
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
+    if not isinstance(relation_chain, bool):
+        raise ConfigError(f"relation_chain must be True or False, got {relation_chain!r}")
+    if plan_example is not None and not isinstance(plan_example, bool):
+        raise ConfigError(f"plan_example must be True, False or None, got {plan_example!r}")
     mkg = MeteredKG(kg)
     model = default_llm(llm, kg=kg, adapter=adapter)
+    adapted = runs_adapter(model)
     agent = AgentInteraction(
         model,
         mkg,
@@ -268,6 +283,9 @@ def create_graph_agent_graph(
         action_mode=action_mode,
         max_actions=max_actions,
         calibrate=default_calibrate(calibrate, model),
+        relation_chain=relation_chain,
+        chain_calibrate=not adapted,
+        chain_example=not adapted if plan_example is None else plan_example,
     )
     return build_graph(GraphCoTDeps(agent, defaults, index, hop_classifier), checkpointer=checkpointer)
 

@@ -79,7 +79,7 @@ ActionMode = Literal["auto", "tools", "text"]
 PROMPT_DIR = "graph_cot"
 #: The prompts both interactions use (evaluation, merge, final answer).
 COMMON_PROMPTS = ("select_vote", "score_vote", "merge", "final_answer")
-AGENT_PROMPTS = ("agent_step", "agent_tools", *COMMON_PROMPTS)
+AGENT_PROMPTS = ("agent_step", "agent_tools", "explore_plan_relations", *COMMON_PROMPTS)
 EXPLORE_PROMPTS = (
     "explore_thought",
     "explore_extract",
@@ -222,6 +222,12 @@ class Interaction:
         prompts: the templates by name (:func:`load_prompts`).
         max_context_triples: at most this many triples shown in a prompt.
         temperature: sampling temperature of candidate thoughts when k > 1; None leaves the model's own.
+        relation_chain: on the ranked route with a walk length of 2 hops or more, rank the relations as
+            one chain of that length, once, from the chain's start (:meth:`_plan`); each hop then takes
+            the chain's relation.
+        chain_calibrate: rank the chains calibrated (each chain's score less its score when the question
+            is only the entity).
+        chain_example: show the chain prompt's worked example (for chains longer than the example's).
     """
 
     #: the graph's name
@@ -237,9 +243,16 @@ class Interaction:
         prompts: Mapping[str, ChatPromptTemplate],
         max_context_triples: int,
         temperature: float | None = None,
+        *,
+        relation_chain: bool = False,
+        chain_calibrate: bool = True,
+        chain_example: bool = True,
     ) -> None:
         self.model = model
         self.temperature = temperature
+        self.relation_chain = relation_chain
+        self.chain_calibrate = check_calibrate(chain_calibrate)
+        self.chain_example = chain_example
         self.kg = mkg
         self.box = box
         self.prompts = prompts
@@ -279,6 +292,44 @@ class Interaction:
         ends = {x for t in triples for x in (t.head, t.tail)} - set(starts)
         paths = support_paths(starts, triples, ends, max_hops=PATH_HOPS, shortest=True)
         return answer_candidates(self.kg.label, paths, exclude=starts)
+
+    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
+        """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated with
+        ``chain_calibrate``: each chain's score less its score when the question is only the entity), as
+        the toolbox names the relations (``~relation`` followed backwards); empty when the graph has no
+        such chain (the levels then rank relations as usual).
+
+        Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
+        a whole against the question, the chain's first hops are read with its last.
+        """
+        chains, truncated = relation_chains(self.kg, starts, length)
+        if not chains:
+            trace["plan"] = {"chains": 0}
+            return []
+        entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
+        tpl = self.prompts["explore_plan_relations"]
+        example = chain_prompt_example(length, self.chain_example)
+        ranking = rank(
+            self.model,
+            tpl.format_messages(question=question, entity=entity, example=example),
+            [relation_chain_text(c) for c in chains],
+            role="chain",
+            keys=[(tuple(starts), c) for c in chains],
+            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example)
+            if self.chain_calibrate
+            else None,
+        )
+        # the relations as the toolbox names them (``~relation`` followed backwards)
+        best = [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chains[ranking.order()[0]]]
+        trace["plan"] = {
+            "chains": len(chains),
+            "example": bool(example),
+            "calibrated": bool(ranking.extra.get("calibrated", False)),
+            "truncated": truncated,
+            "chosen": best,
+            "ranking": ranking.as_trace(top=5),
+        }
+        return best
 
 
 def walk_depth(steps: Sequence[dict[str, Any]]) -> int:
@@ -357,7 +408,7 @@ class AgentInteraction(Interaction):
         return msgs
 
     def action_options(
-        self, branch: dict[str, Any], walk: int | None = None
+        self, branch: dict[str, Any], walk: int | None = None, plan: Sequence[str] | None = None
     ) -> list[tuple[str, list[tuple[str, list[str]]], list[str] | None]]:
         """Every action the agent can take next, each valid by construction: ``(thought, actions, finish)``.
 
@@ -370,6 +421,10 @@ class AgentInteraction(Interaction):
         With a walk length ``walk`` (the ranked route's ``hops``), ``Finish`` is not offered before the
         chain has made that many ``NeighborCheck`` steps that reached nodes, and is the only option once it
         has.
+
+        With a relation chain ``plan`` (toolbox relation names, one per hop), the ``NeighborCheck`` of a
+        hop is the chain's relation at that hop alone, run on the frontier's nodes that have it and that the
+        chain had not reached before; where none has it, every relation is offered as without a plan.
         """
         steps = branch.get("steps") or []
         starts = list(branch.get("starts") or [])
@@ -384,9 +439,19 @@ class AgentInteraction(Interaction):
         done = {step.get("action") for step in steps}
         nodes = frontier[: self.max_actions]
         by_rel: dict[str, list[str]] = {}
-        for n in nodes:
-            for rel in self.box.neighbor_types(n):
-                by_rel.setdefault(rel, []).append(n)
+        hop = walk_depth(steps)
+        if plan and hop < len(plan):  # the chain's relation, on the nodes that have it (one KG call)
+            rel, direction = toolbox_relation(plan[hop])
+            have = self.kg.neighbors_many(frontier, rel, direction, limit=1)
+            # a node the chain passed before (its start, say) is no step forward
+            before = {x for st in steps[:-1] for x in st.get("nodes") or []}
+            on = [n for n in frontier if have.get(n) and n not in before][: self.max_actions]
+            if on:
+                nodes, by_rel = on, {plan[hop]: on}
+        if not by_rel:
+            for n in nodes:
+                for rel in self.box.neighbor_types(n):
+                    by_rel.setdefault(rel, []).append(n)
         names = ", ".join(kg_text(entity_label(self.kg, n)) for n in nodes[:3])
         names += " ..." if len(nodes) > 3 else ""
         for rel, members in by_rel.items():
@@ -414,13 +479,25 @@ class AgentInteraction(Interaction):
         return options
 
     def think_ranked(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
-        """The next step chosen by ranking :meth:`action_options` (candidate ``j`` takes the j-th best)."""
-        options = self.action_options(branch, settings.get("walk_hops"))
+        """The next step chosen by ranking :meth:`action_options` (candidate ``j`` takes the j-th best).
+
+        With ``relation_chain`` and a walk of 2 hops or more, the step after the start is reached first
+        ranks the relation chain from it (:meth:`Interaction._plan`, once per chain); the hops then follow
+        it."""
+        walk = settings.get("walk_hops")
+        steps = branch.get("steps") or []
+        plan, plan_trace = branch.get("plan"), None
+        if self.relation_chain and walk and int(walk) >= 2 and plan is None and steps:
+            frontier = list(steps[-1].get("nodes") or []) or list(branch.get("starts") or [])
+            info: dict[str, Any] = {}
+            plan = self._plan(question, frontier[: self.max_actions], int(walk), info)
+            plan_trace = info.get("plan")
+        options = self.action_options(branch, walk, plan)
         if not options:  # nothing to choose from (no topic entity): the model writes the step
             msg = self._text_step(branch, question, settings)
             msg.additional_kwargs["ranking"] = {"route": "none", "options": 0}
             return msg
-        n = len(branch.get("steps") or []) + 1
+        n = len(steps) + 1
         replies = [
             f"{thought}\nAction {n}: "
             + (f"Finish[{' | '.join(finish)}]" if finish is not None else render_actions(actions))
@@ -450,9 +527,12 @@ class AgentInteraction(Interaction):
             ranking = finish_on_raw_scores(ranking, [finish is not None for _, _, finish in options])
         pick = ranking.order()[min(int(settings.get("candidate", 0)), len(replies) - 1)]
         thought, actions, finish = options[pick]
+        ranked_step = {"thought": thought, "actions": actions, "finish": finish}
+        if plan is not None:
+            ranked_step.update(plan=list(plan), plan_trace=plan_trace)
         return AIMessage(
             content=replies[pick],
-            additional_kwargs={"ranked_step": {"thought": thought, "actions": actions, "finish": finish}},
+            additional_kwargs={"ranked_step": ranked_step},
             response_metadata={"ranking": ranking.as_trace(top=5)},
         )
 
@@ -584,6 +664,10 @@ class AgentInteraction(Interaction):
         else:
             out = self._run_actions(step, [(n, list(a)) for n, a in ranked["actions"]])
         out["trace"] = {"ranking": msg.response_metadata.get("ranking")}
+        if "plan" in ranked:  # the relation chain the hops follow, kept on the branch
+            out["plan"] = ranked["plan"]
+            if ranked.get("plan_trace") is not None:
+                out["trace"]["plan"] = ranked["plan_trace"]
         return out
 
 
@@ -612,18 +696,13 @@ class ExploreInteraction(Interaction):
         fanout_limit: int,
         keep_entities: int,
         relation_chain: bool = True,
-        chain_calibrate: bool = True,
-        chain_example: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, relation_chain=relation_chain, **kwargs)
         self.max_entities = max_entities
         self.max_relations = max_relations
         self.fanout_limit = fanout_limit
         self.keep_entities = keep_entities
-        self.relation_chain = relation_chain
-        self.chain_calibrate = check_calibrate(chain_calibrate)
-        self.chain_example = chain_example
 
     def chain_text(self, branch: dict[str, Any]) -> str:
         lines = [f"Thought {i}: {st.get('thought', '')}" for i, st in enumerate(branch.get("steps") or [], 1)]
@@ -702,44 +781,6 @@ class ExploreInteraction(Interaction):
             "plan": plan,
             "trace": trace,
         }
-
-    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
-        """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated with
-        ``chain_calibrate``: each chain's score less its score when the question is only the entity), as
-        the toolbox names the relations (``~relation`` followed backwards); empty when the graph has no
-        such chain (the levels then rank relations as usual).
-
-        Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
-        a whole against the question, the chain's first hops are read with its last.
-        """
-        chains, truncated = relation_chains(self.kg, starts, length)
-        if not chains:
-            trace["plan"] = {"chains": 0}
-            return []
-        entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
-        tpl = self.prompts["explore_plan_relations"]
-        example = chain_prompt_example(length, self.chain_example)
-        ranking = rank(
-            self.model,
-            tpl.format_messages(question=question, entity=entity, example=example),
-            [relation_chain_text(c) for c in chains],
-            role="chain",
-            keys=[(tuple(starts), c) for c in chains],
-            baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example)
-            if self.chain_calibrate
-            else None,
-        )
-        # the relations as the toolbox names them (``~relation`` followed backwards)
-        best = [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chains[ranking.order()[0]]]
-        trace["plan"] = {
-            "chains": len(chains),
-            "example": bool(example),
-            "calibrated": bool(ranking.extra.get("calibrated", False)),
-            "truncated": truncated,
-            "chosen": best,
-            "ranking": ranking.as_trace(top=5),
-        }
-        return best
 
     def _ranked_answer(
         self, branch: dict[str, Any], question: str, thought: str, found: list[Triple], trace: dict[str, Any]

@@ -600,6 +600,24 @@ def test_real_local_model_walks_a_ranked_relation_chain(metaqa, local_llm):
         assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
 
 
+@pytest.mark.integration
+def test_real_local_model_agent_follows_a_ranked_relation_chain(metaqa, local_llm):
+    g = create_graph_agent_graph(metaqa, llm=local_llm, max_steps=4, hops=2, relation_chain=True)
+    question = "who directed the movies written by [Babaloo Mandel]"
+    out = g.invoke({"question": question, "topic_entities": ["Babaloo Mandel"]})
+    assert out["errors"] == []
+    steps = _trace(out, "expand")
+    plan = steps[1]["plan"]  # ranked once the start is retrieved
+    assert len(plan["chosen"]) == 2 and plan["ranking"]["route"] == "logprobs" and plan["chains"] > 1
+    # each hop's NeighborCheck took the chain's relation, and Finish came after the second
+    hops = [s["action"] for s in steps if s["action"].startswith("NeighborCheck")]
+    assert [h.split(", ")[-1].rstrip("]") for h in hops] == plan["chosen"]
+    assert steps[-1]["action"].startswith("Finish[")
+    assert out["answers"] and set(out["answers"]) <= {metaqa.label(p.end) for p in out["paths"]}
+    for p in out["paths"]:
+        assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
+
+
 # --------------------------------------------------------------------------- ranked decisions
 #: the agent's steps when it checks Splash's director and finishes
 DIRECTOR_CHAIN = ["RetrieveNode[Splash]", "NeighborCheck[Splash, directed_by]", "Finish[Ron Howard]"]
@@ -973,3 +991,64 @@ def test_hops_from_the_command_line():
     assert parse_options(["hops=none"], valid) == {"hops": "none"}
     with pytest.raises(ConfigError, match="hops must be"):
         create_graph_explore_graph(KG, llm=FakeChat(tools=False), **parse_options(["hops=two"], valid))
+
+
+def test_ranked_agent_follows_a_relation_chain_ranked_once():
+    # relation_chain: once the start is retrieved, the agent ranks the chain of the walk's length; each
+    # hop then offers only the NeighborCheck along it (no ranking call), and Finish comes at its end
+    llm = FakeChat(logprobs=trap_scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, hops=3, relation_chain=True).invoke(Q3)
+    steps = _trace(out, "expand")
+    assert [s["action"] for s in steps] == [
+        "RetrieveNode[Splash]",
+        "NeighborCheck[Splash, written_by]",
+        "NeighborCheck[Babaloo Mandel, ~written_by]",
+        "NeighborCheck[Parenthood, starred_actors]",
+        "Finish[Steve Martin]",
+    ]
+    plan = steps[1]["plan"]
+    assert plan["chosen"] == ["written_by", "~written_by", "starred_actors"]
+    assert plan["calibrated"] is True and plan["example"] is True  # the zero-shot model's chain ranking
+    assert all("plan" not in s for s in steps[:1] + steps[2:])  # ranked once
+    assert all(s["ranking"]["route"] == "only" for s in steps)  # one option a step: no ranking call
+    assert llm.calls["logprobs"] == 2 and out["usage"]["llm_calls"] == 2  # the chain and its calibration
+    assert out["answers"] == ["Steve Martin"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Splash -> written_by -> Babaloo Mandel -> ~written_by -> Parenthood"
+        " -> starred_actors -> Steve Martin"
+    ]
+    # without it (the default) the agent ranks each hop's relations and takes the answer's type first
+    llm = FakeChat(logprobs=trap_scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, hops=3, calibrate=False).invoke(Q3)
+    steps = _trace(out, "expand")
+    assert steps[1]["action"] == "NeighborCheck[Splash, starred_actors]" and "plan" not in steps[1]
+    assert out["answers"] != ["Steve Martin"]
+
+
+def test_agent_chain_offers_every_relation_where_no_node_has_the_chain_s_next_one():
+    from kg_agents.core.metering import MeteredKG
+    from kg_agents.kg import MemoryKG
+    from kg_agents.methods.graph_cot.interaction import AGENT_PROMPTS, AgentInteraction, load_prompts
+    from kg_agents.tools.kg_tools import KGToolbox
+
+    kg = MemoryKG([("Film", "written_by", "Ann"), ("Film", "has_genre", "Drama"), ("Ann", "born_in", "Oslo")])
+    mkg = MeteredKG(kg)
+    agent = AgentInteraction(
+        FakeChat(tools=False),
+        mkg,
+        KGToolbox(mkg),
+        load_prompts(None, AGENT_PROMPTS),
+        40,
+        None,
+        action_mode="text",
+        max_actions=3,
+        relation_chain=True,
+    )
+    branch = {"starts": ["Film"], "steps": [{"action": "RetrieveNode[Film]", "nodes": ["Film"]}]}
+    chain_only = agent.action_options(branch, 2, ["written_by", "born_in"])
+    assert [a for _, a, _ in chain_only] == [[("NeighborCheck", ["Film", "written_by"])]]
+    # no frontier node has the chain's relation: every relation the nodes have is offered
+    every = agent.action_options(branch, 2, ["in_language", "born_in"])
+    assert {a[0][1][1] for _, a, _ in every} == {"written_by", "has_genre"}
+    with pytest.raises(ConfigError, match="relation_chain must be True or False"):
+        create_graph_agent_graph(kg, llm=FakeChat(tools=False), relation_chain="yes")
