@@ -66,6 +66,7 @@ __all__ = [
     "ExploreInteraction",
     "Finish",
     "Interaction",
+    "agent_frontier",
     "entity_label",
     "graph_definition",
     "load_prompts",
@@ -332,6 +333,17 @@ class Interaction:
         return best
 
 
+def agent_frontier(branch: dict[str, Any]) -> list[str]:
+    """The nodes an agent's chain goes on from: those its last step reached, else its start entities.
+
+    Example:
+        >>> agent_frontier({"starts": ["Splash"], "steps": [{"nodes": []}]})
+        ['Splash']
+    """
+    steps = branch.get("steps") or []
+    return list((steps[-1].get("nodes") if steps else None) or []) or list(branch.get("starts") or [])
+
+
 def walk_depth(steps: Sequence[dict[str, Any]]) -> int:
     """How many hops an agent's chain has walked: its ``NeighborCheck`` steps that reached nodes.
 
@@ -435,7 +447,7 @@ class AgentInteraction(Interaction):
                 options.append((f"I need the node {label}.", [("RetrieveNode", [e])], None))
             return options
         last = steps[-1]
-        frontier = list(last.get("nodes") or []) or starts
+        frontier = agent_frontier(branch)
         done = {step.get("action") for step in steps}
         nodes = frontier[: self.max_actions]
         by_rel: dict[str, list[str]] = {}
@@ -488,9 +500,8 @@ class AgentInteraction(Interaction):
         steps = branch.get("steps") or []
         plan, plan_trace = branch.get("plan"), None
         if self.relation_chain and walk and int(walk) >= 2 and plan is None and steps:
-            frontier = list(steps[-1].get("nodes") or []) or list(branch.get("starts") or [])
             info: dict[str, Any] = {}
-            plan = self._plan(question, frontier[: self.max_actions], int(walk), info)
+            plan = self._plan(question, agent_frontier(branch)[: self.max_actions], int(walk), info)
             plan_trace = info.get("plan")
         options = self.action_options(branch, walk, plan)
         if not options:  # nothing to choose from (no topic entity): the model writes the step

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kg_agents.core.metering import MeteredKG
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.graph_cot.interaction import AGENT_PROMPTS, AgentInteraction, load_prompts
+from kg_agents.tools.kg_tools import KGToolbox
 from tests.fakes import FakeChat
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "THOUGHT",
     "VOTE",
     "Q",
+    "agent_interaction",
     "agent_rules",
     "explore_rules",
     "text_chat",
@@ -53,6 +57,23 @@ THOUGHT, EXTRACT, PRUNE_REL, PRUNE_ENT, END_Q = (
     "Entity Attributes:",
 )
 LOOKING = "Thought: I need the director. Action: NeighborCheck[Splash, directed_by]"
+
+
+def agent_interaction(llm: FakeChat, kg: Any = KG, **options: Any) -> AgentInteraction:
+    """The agent ``create_graph_agent_graph`` builds over ``kg``, with text actions, 3 actions a step and
+    the interaction options given (``relation_chain=True``, say)."""
+    mkg = MeteredKG(kg)
+    return AgentInteraction(
+        llm,
+        mkg,
+        KGToolbox(mkg),
+        load_prompts(None, AGENT_PROMPTS),
+        40,
+        None,
+        action_mode="text",
+        max_actions=3,
+        **options,
+    )
 
 
 def agent_rules(

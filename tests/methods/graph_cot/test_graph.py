@@ -1026,24 +1026,11 @@ def test_ranked_agent_follows_a_relation_chain_ranked_once():
 
 
 def test_agent_chain_offers_every_relation_where_no_node_has_the_chain_s_next_one():
-    from kg_agents.core.metering import MeteredKG
     from kg_agents.kg import MemoryKG
-    from kg_agents.methods.graph_cot.interaction import AGENT_PROMPTS, AgentInteraction, load_prompts
-    from kg_agents.tools.kg_tools import KGToolbox
+    from tests.methods.graph_cot.helpers import agent_interaction
 
     kg = MemoryKG([("Film", "written_by", "Ann"), ("Film", "has_genre", "Drama"), ("Ann", "born_in", "Oslo")])
-    mkg = MeteredKG(kg)
-    agent = AgentInteraction(
-        FakeChat(tools=False),
-        mkg,
-        KGToolbox(mkg),
-        load_prompts(None, AGENT_PROMPTS),
-        40,
-        None,
-        action_mode="text",
-        max_actions=3,
-        relation_chain=True,
-    )
+    agent = agent_interaction(FakeChat(tools=False), kg, relation_chain=True)
     branch = {"starts": ["Film"], "steps": [{"action": "RetrieveNode[Film]", "nodes": ["Film"]}]}
     chain_only = agent.action_options(branch, 2, ["written_by", "born_in"])
     assert [a for _, a, _ in chain_only] == [[("NeighborCheck", ["Film", "written_by"])]]

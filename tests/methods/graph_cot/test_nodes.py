@@ -12,9 +12,7 @@ from kg_agents.core.metering import MeteredKG
 from kg_agents.errors import ModelError
 from kg_agents.kg.base import Triple
 from kg_agents.methods.graph_cot.interaction import (
-    AGENT_PROMPTS,
     EXPLORE_PROMPTS,
-    AgentInteraction,
     ExploreInteraction,
     load_prompts,
 )
@@ -43,6 +41,7 @@ from tests.methods.graph_cot.helpers import (
     STEP,
     THOUGHT,
     VOTE,
+    agent_interaction,
     agent_rules,
     explore_rules,
     text_chat,
@@ -61,18 +60,7 @@ def _context(**options: Any) -> GraphCoTContext:
 
 def agent_deps(llm: FakeChat, **options: Any) -> GraphCoTDeps:
     """The deps ``create_graph_agent_graph`` builds, with text actions and the factory options given."""
-    mkg = MeteredKG(KG)
-    agent = AgentInteraction(
-        llm,
-        mkg,
-        KGToolbox(mkg),
-        load_prompts(None, AGENT_PROMPTS),
-        40,
-        None,
-        action_mode="text",
-        max_actions=3,
-    )
-    return GraphCoTDeps(agent, _context(**options))
+    return GraphCoTDeps(agent_interaction(llm), _context(**options))
 
 
 def explore_deps(llm: FakeChat, **options: Any) -> GraphCoTDeps:
