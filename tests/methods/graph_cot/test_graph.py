@@ -1039,3 +1039,22 @@ def test_agent_chain_offers_every_relation_where_no_node_has_the_chain_s_next_on
     assert {a[0][1][1] for _, a, _ in every} == {"written_by", "has_genre"}
     with pytest.raises(ConfigError, match="relation_chain must be True or False"):
         create_graph_agent_graph(kg, llm=FakeChat(tools=False), relation_chain="yes")
+
+
+def test_agent_chain_with_a_specialist_is_ranked_plain_and_without_the_example(monkeypatch):
+    # like graph_explore's: an adapter ranks the chain on its plain scores, without the worked example
+    import kg_agents.methods.graph_cot.graph as graph_module
+
+    monkeypatch.setattr(graph_module, "runs_adapter", lambda model: True)
+    llm = FakeChat(logprobs=trap_scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, hops=3, relation_chain=True).invoke(Q3)
+    plan = _trace(out, "expand")[1]["plan"]
+    assert plan["chosen"] == ["written_by", "~written_by", "starred_actors"]
+    assert plan["calibrated"] is False and plan["example"] is False
+    assert llm.calls["logprobs"] == 1  # the chain alone, once
+    # plan_example=True shows the example to the adapter too
+    llm = FakeChat(logprobs=trap_scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, hops=3, relation_chain=True, plan_example=True).invoke(Q3)
+    assert _trace(out, "expand")[1]["plan"]["example"] is True
+    with pytest.raises(ConfigError, match="plan_example must be True, False or None"):
+        create_graph_agent_graph(KG, llm=llm, plan_example="yes")
