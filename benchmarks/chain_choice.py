@@ -26,15 +26,15 @@ from kg_agents.core.chains import CHAIN_EXAMPLE, chain_text, relation_chains
 from kg_agents.core.decide import rank
 from kg_agents.core.prompts import prompt_templates
 from kg_agents.eval.datasets import load_metaqa
+from kg_agents.kg.paths import follow_chain
 from kg_agents.llm import resolve_chat_model
-from kg_agents.specialist.teacher import _follow
 
 
 def chain_f1(kg, start: str, chains, gold: set[str]) -> list[float]:
     """Each chain's F1: the entities it reaches from ``start`` against the gold answers."""
     out = []
     for c in chains:
-        reached = _follow(kg, {start}, c, 2000)
+        reached = follow_chain(kg, {start}, c, 2000)
         hit = len(reached & gold)
         out.append(2 * hit / (len(reached) + len(gold)) if hit else 0.0)
     return out

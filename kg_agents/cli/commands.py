@@ -169,7 +169,7 @@ class MethodSetup:
         model = self._model or resolve_model(self.model_spec, **self.model_options)
         adapter = get_method(self.name).options().get("adapter")
         if adapter is not None:
-            # the factory's own default (graph_agent's is "none"); gcr's adapter, whose default is None,
+            # the factory's own default ("auto" or "none"); gcr's adapter, whose default is None,
             # is its path decoder's and leaves the chat model as it is
             default = adapter.default
             if default in ("auto", "none"):

@@ -50,7 +50,7 @@ from pydantic import PrivateAttr
 from kg_agents.core.decide import Decision, current_decision
 from kg_agents.eval.metrics import normalize_answer
 from kg_agents.kg.base import Hop, KnowledgeGraph
-from kg_agents.kg.paths import hops_at_length, shortest_paths
+from kg_agents.kg.paths import best_chains, shortest_paths
 
 __all__ = ["Example", "Teacher", "best_chain_hops", "best_chains", "right_options"]
 
@@ -143,81 +143,6 @@ def right_options(decision: Decision, options: Sequence[str], gold: Gold) -> lis
             return hops
         return [i for i, k in enumerate(keys) if k[0] == "retrieve" and k[1] in gold.starts]
     return []
-
-
-#: Relation chains (relation, direction) scored per question at most (see :func:`best_chain_hops`).
-MAX_CHAINS = 200
-
-
-def _follow(kg: KnowledgeGraph, starts: set[str], chain: Sequence[tuple[str, str]], limit: int) -> set[str]:
-    """The entities ``chain`` reaches from ``starts`` (never a start again)."""
-    frontier = set(starts)
-    for rel, d in chain:
-        nbrs = kg.neighbors_many(sorted(frontier), rel, "in" if d == "in" else "out", limit=limit)
-        frontier = {t.other(e) for e, tl in nbrs.items() for t in tl} - starts
-        if not frontier:
-            break
-    return frontier
-
-
-def best_chains(
-    kg: KnowledgeGraph, topics: Sequence[str], answers: Sequence[str], length: int, *, limit: int = 2000
-) -> list[tuple[tuple[tuple[str, str], ...], list[Hop]]]:
-    """The relation chains (one ``(relation, direction)`` per hop, exactly ``length`` hops) that best
-    explain the answers, each with the hops of its walks from a topic entity to a gold answer.
-
-    A walk of the right length is not yet a gold path: on MetaQA, "who starred in the films whose
-    screenwriters also wrote X" also reaches some of its actors through the films released in the same
-    year as X. Each relation chain that some walk follows is scored by the F1 of the entities it reaches
-    from the topic entities against the answers; the chains with the best F1 are kept (all of them on a
-    tie). Empty: no walk.
-    """
-    walks = hops_at_length(kg, topics, answers, length, fanout_limit=limit)
-    if not walks:
-        return []
-    by_level: dict[int, dict[str, list[Hop]]] = {}
-    for k, h in walks:
-        by_level.setdefault(k, {}).setdefault(h.source, []).append(h)
-    # the relation chains the walks follow, each with its hops (set-based: one branch per relation)
-    chains: list[tuple[tuple[tuple[str, str], ...], list[list[Hop]]]] = []
-
-    def walk(k: int, nodes: set[str], chain: tuple[tuple[str, str], ...], levels: list[list[Hop]]) -> None:
-        if len(chains) >= MAX_CHAINS:
-            return
-        if k > length:
-            chains.append((chain, levels))
-            return
-        groups: dict[tuple[str, str], list[Hop]] = {}
-        for n in sorted(nodes):
-            for h in by_level.get(k, {}).get(n, []):
-                groups.setdefault((h.relation, "in" if h.inverse else "out"), []).append(h)
-        for key in sorted(groups):
-            walk(k + 1, {h.target for h in groups[key]}, (*chain, key), [*levels, groups[key]])
-
-    walk(1, set(topics), (), [])
-    gold = set(answers)
-    starts = set(topics)
-    best, kept = -1.0, []
-    for chain, levels in chains:
-        reached = _follow(kg, starts, chain, limit)
-        hit = len(reached & gold)
-        f1 = 2 * hit / (len(reached) + len(gold)) if hit else 0.0
-        if f1 > best + 1e-9:
-            best, kept = f1, [(chain, levels)]
-        elif abs(f1 - best) <= 1e-9:
-            kept.append((chain, levels))
-    out = []
-    for chain, levels in kept:
-        # a hop is kept when this chain goes on from where it leads to an answer (the walk it came from
-        # may have gone on along another relation)
-        ends = gold
-        on_chain: list[list[Hop]] = []
-        for hops in reversed(levels):
-            hops = [h for h in hops if h.target in ends]
-            on_chain.append(hops)
-            ends = {h.source for h in hops}
-        out.append((chain, [h for hops in reversed(on_chain) for h in hops]))
-    return out
 
 
 def best_chain_hops(

@@ -55,7 +55,7 @@ DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_
 
 #: The methods that rank a whole relation chain at 2 hops or more (their ``relation_chain`` option); the
 #: teacher runs them twice, once per hop and once for the chains (see :func:`collect_examples`).
-CHAIN_METHODS = ("graph_explore", "knowledge_navigator")
+CHAIN_METHODS = ("graph_agent", "graph_explore", "knowledge_navigator")
 
 
 def collect_examples(

@@ -38,8 +38,8 @@ def test_auto_picks_the_bundled_specialist_on_metaqa_only():
     assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist") == str(BUNDLED_SPECIALIST)
 
 
-@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
-def test_knowledge_navigator_and_graph_explore_have_their_own_bundled_specialists(method):
+@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore", "graph_agent"])
+def test_the_chain_methods_have_their_own_bundled_specialists(method):
     own = BUNDLED_SPECIALISTS[method]
     assert (own / "adapter_config.json").is_file() and own != BUNDLED_SPECIALIST
     metaqa = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
@@ -47,9 +47,11 @@ def test_knowledge_navigator_and_graph_explore_have_their_own_bundled_specialist
     assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist", method) == str(own)
     assert specialist_for(metaqa, "none", method) is None
     assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "auto", method) is None
-    for other in ("graph_agent", "graph_rag", None):  # every other method: the shared one
+    for other in ("graph_rag", "text_rag", "dualr", None):  # every other method: the shared one
         assert specialist_for(metaqa, "auto", other) == str(BUNDLED_SPECIALIST)
-    assert len(set(BUNDLED_SPECIALISTS.values())) == len(BUNDLED_SPECIALISTS)
+    # graph_agent ranks graph_explore's relation chain with the same prompt, and shares its adapter
+    assert BUNDLED_SPECIALISTS["graph_agent"] == BUNDLED_SPECIALISTS["graph_explore"]
+    assert BUNDLED_SPECIALISTS["knowledge_navigator"] != BUNDLED_SPECIALISTS["graph_explore"]
 
 
 @pytest.mark.parametrize("bad", ["", "bogus-folder", 3, None])

@@ -22,7 +22,7 @@ def metaqa():
     return open_kg("metaqa")
 
 
-@pytest.mark.parametrize("folder", [BUNDLED_SPECIALIST, *BUNDLED_SPECIALISTS.values()])
+@pytest.mark.parametrize("folder", sorted({BUNDLED_SPECIALIST, *BUNDLED_SPECIALISTS.values()}))
 def test_the_shipped_adapters_carry_their_training_record(folder):
     record = json.loads((folder / "specialist_train.json").read_text(encoding="utf-8"))
     assert record["objective"] == "rank" and record["split"] == "train"
@@ -38,15 +38,17 @@ def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_reque
     assert own.model_name == "SmolLM2-135M-Instruct+metaqa-kn"
     explorer = default_llm(None, kg=metaqa, method="graph_explore")
     assert explorer.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
+    agent = default_llm(None, kg=metaqa, method="graph_agent")  # the explorer's: the same chain prompt
+    assert agent.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
     assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
 
 
-def test_every_method_but_the_agent_defaults_to_the_specialist_on_metaqa():
+def test_every_method_defaults_to_the_specialist_on_metaqa():
     from kg_agents.core.registry import get_method
 
     defaults = {m: get_method(m).options()["adapter"].default for m in METHODS}
-    assert defaults == {**dict.fromkeys(METHODS, "auto"), "graph_agent": "none"}
+    assert defaults == dict.fromkeys(METHODS, "auto")
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -63,8 +65,8 @@ def test_one_question_through_each_method_on_the_shipped_adapter(method, metaqa)
 
 
 def test_run_json_names_the_model_each_method_really_uses(metaqa):
-    """``model_used`` follows each factory's own ``adapter`` default: graph_agent's is ``none``, and gcr's
-    ``adapter`` is its path decoder's, which leaves its general reasoner zero-shot."""
+    """``model_used`` follows each factory's own ``adapter`` default, and the method's own bundled
+    adapter; gcr's ``adapter`` is its path decoder's, which leaves its general reasoner zero-shot."""
     from kg_agents.cli.commands import MethodSetup
 
     def used(method, settings=()):
@@ -75,6 +77,7 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     assert used("knowledge_navigator", ["adapter=none"]) == "smollm2-135m-instruct"
     assert used("graph_explore") == "SmolLM2-135M-Instruct+metaqa-ge"  # its own adapter too
     assert used("graph_rag") == "SmolLM2-135M-Instruct+metaqa"
-    assert used("graph_agent") == "smollm2-135m-instruct"
-    assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa"
+    assert used("graph_agent") == "SmolLM2-135M-Instruct+metaqa-ge"  # graph_explore's
+    assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-ge"
+    assert used("graph_agent", ["adapter=none"]) == "smollm2-135m-instruct"
     assert used("gcr", ["num_beams=5"]) == "smollm2-135m-instruct"

@@ -296,6 +296,24 @@ def test_the_teacher_labels_the_explorer_s_relation_chain(kg):
     assert counts["graph_explore/chain"] == 0 and not [ex for ex in examples if ex.role == "chain"]
 
 
+def test_the_teacher_labels_the_agent_s_relation_chain_with_the_explorer_s_prompt(kg):
+    # graph_agent ranks the same chain prompt as graph_explore (the adapter they share learns both); the
+    # first pass, chain off, labels the agent's actions at each hop, the second the chain alone
+    class Q:
+        id, question, topic_entities, answers = Q2
+        hops = 2
+
+    options = {"graph_agent": {"hops": 2}}
+    examples, counts = collect_examples(kg, [Q()], ["graph_agent"], options=options)
+    chains = [ex for ex in examples if ex.role == "chain"]
+    assert len(chains) == 1 and counts["graph_agent/chain"] == 1
+    assert {chains[0].replies[i] for i in chains[0].right} == {"reverse of written by, then directed by"}
+    explorer, _ = collect_examples(kg, [Q()], ["graph_explore"], options={"graph_explore": {"hops": 2}})
+    assert [ex.chat for ex in explorer if ex.role == "chain"] == [chains[0].chat]
+    assert counts["graph_agent/action"] >= 1  # the first pass's steps that had a choice
+    assert all(ex.role in ("action", "chain") for ex in examples)
+
+
 def test_the_teacher_labels_the_navigator_s_relation_chain(kg):
     class Q:
         id, question, topic_entities, answers = Q2

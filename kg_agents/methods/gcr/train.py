@@ -36,7 +36,7 @@ from kg_agents.eval.datasets import load_metaqa
 from kg_agents.files import atomic_directory
 from kg_agents.kg import open_kg
 from kg_agents.kg.base import KnowledgeGraph
-from kg_agents.kg.paths import shortest_paths
+from kg_agents.kg.paths import chain_paths, shortest_paths
 from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 from kg_agents.methods.gcr.adapter import BASE_MODEL
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
@@ -53,6 +53,7 @@ def gcr_training_examples(
     max_hops: int = 2,
     max_paths_per_question: int = 5,
     prompt: Any = None,
+    gold_paths: str = "shortest",
 ) -> list[dict[str, Any]]:
     """Figure-9 fine-tuning examples from questions with topic entities and answers.
 
@@ -62,11 +63,18 @@ def gcr_training_examples(
         max_hops: longest path searched.
         max_paths_per_question: at most this many (shortest) paths per question.
         prompt: the decoding prompt template (default ``prompts/gcr/decode_zero_shot.txt``).
+        gold_paths: ``shortest`` (default; the paper's supervision): all shortest paths; ``hops``: where a
+            question gives its hop count (MetaQA does) and it is at most ``max_hops``, the paths of that
+            many hops along the relation chains that best explain its answers
+            (:func:`~kg_agents.kg.paths.chain_paths`), so that a multi-hop question is not taught the
+            shortcut to one of its answers; shortest paths for the others.
 
     Returns:
         Dicts ``{"id", "messages" (LangChain messages), "target" (the assistant text after the
         ``# Reasoning Path:`` prefix), "path"}``; questions without a path are skipped.
     """
+    if gold_paths not in ("shortest", "hops"):
+        raise ConfigError(f"gold_paths must be shortest or hops, got {gold_paths!r}")
     template = as_prompt(prompt, "gcr", "decode_zero_shot")
     out = []
     for q in questions:
@@ -74,9 +82,14 @@ def gcr_training_examples(
         golds = [a for a in q.answers if kg.has_entity(a)]
         if not ents or not golds:
             continue
-        res = shortest_paths(kg, ents, golds, max_hops, max_paths=max_paths_per_question * 4)
+        hops = getattr(q, "hops", None) if gold_paths == "hops" else None
+        if hops is not None and 1 <= hops <= max_hops:
+            paths = chain_paths(kg, ents, golds, hops, max_paths=max_paths_per_question)
+        else:
+            res = shortest_paths(kg, ents, golds, max_hops, max_paths=max_paths_per_question * 4)
+            paths = res.paths[:max_paths_per_question]
         messages = template.format_messages(question=q.question, entities="\n".join(map(kg_text, ents)))
-        for p in res.paths[:max_paths_per_question]:
+        for p in paths:
             out.append(
                 {
                     "id": q.id,
@@ -114,6 +127,8 @@ def train_gcr(
     max_hops: int = 2,
     max_paths_per_question: int = 1,
     max_len: int = 256,
+    gold_paths: str = "shortest",
+    bf16: bool = False,
     seed: int = 0,
     log_every: int = 10,
     out: str = "runs/gcr-lora",
@@ -132,6 +147,9 @@ def train_gcr(
             budget, more questions with one path each cover more question forms than more paths.
         max_len: examples are cut at this many tokens (an example whose prompt alone is longer is
             dropped).
+        gold_paths: ``shortest`` (the paper's: all shortest paths) or ``hops`` (a question's own hop
+            count along its best relation chains; see :func:`gcr_training_examples`).
+        bf16: run forward and backward under bfloat16 autocast (faster on CPUs with AMX or AVX512-BF16).
         seed: data order and sampling seed.
         log_every: print the mean loss of the last this-many steps to stderr (0: silent).
         out: directory for the adapter and ``gcr_train.json``: a new or empty one, or an adapter
@@ -163,7 +181,11 @@ def train_gcr(
     kg = open_kg("metaqa")
     questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
     examples = gcr_training_examples(
-        kg, questions, max_hops=max_hops, max_paths_per_question=max_paths_per_question
+        kg,
+        questions,
+        max_hops=max_hops,
+        max_paths_per_question=max_paths_per_question,
+        gold_paths=gold_paths,
     )
     if not examples:
         raise ConfigError("no training example: no question has a path to its answers")
@@ -188,7 +210,8 @@ def train_gcr(
         rng.shuffle(order)
         for i in range(0, len(order), batch_size):
             input_ids, attn, labels = padded_batch([rows[j] for j in order[i : i + batch_size]], pad)
-            loss = peft_model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = peft_model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
             loss.backward()
             opt.step()
             sched.step()
@@ -222,6 +245,8 @@ def train_gcr(
         "max_hops": max_hops,
         "max_paths_per_question": max_paths_per_question,
         "max_len": max_len,
+        "gold_paths": gold_paths,
+        "bf16": bf16,
         "seed": seed,
         "split": "train",
         "base_model": BASE_MODEL,

@@ -165,7 +165,7 @@ def create_graph_agent_graph(
     kg: KnowledgeGraph,
     *,
     llm: BaseChatModel | str | None = None,
-    adapter: str = "none",
+    adapter: str = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -184,7 +184,7 @@ def create_graph_agent_graph(
     calibrate: bool | None = None,
     hops: int | str = "auto",
     hop_classifier: Any = None,
-    relation_chain: bool = False,
+    relation_chain: bool = True,
     plan_example: bool | None = None,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
@@ -193,11 +193,10 @@ def create_graph_agent_graph(
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec (``"local"``, ``"openai:<model>"``); None: the
             embedded local model.
-        adapter: the embedded model's LoRA adapter: ``"none"`` (default: zero-shot), ``"auto"`` (the
-            bundled specialist on the MetaQA graph), ``"specialist"`` or a folder from ``kg-agents train
-            specialist``; a model of your own is used as it is. The agent's default stays zero-shot:
-            with ``hops="auto"`` the two tie on MetaQA (0.408 Hits@1 averaged over 1-3 hops, 40 / 20 / 20
-            dev-validation questions; docs/results.md).
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
+            MetaQA graph, graph_explore's, which learnt the relation chain the agent ranks; zero-shot
+            elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a folder from ``kg-agents train
+            specialist``; a model of your own is used as it is.
         prompts: overrides of the bundled prompts by name (``agent_step``, ``agent_tools``,
             ``explore_plan_relations``, ``select_vote``, ``score_vote``, ``merge``, ``final_answer``):
             template text, file path or template; an unknown name is a ``ConfigError``.
@@ -242,9 +241,9 @@ def create_graph_agent_graph(
         relation_chain: with a walk length of 2 hops or more (ranked route), rank the relations as one
             chain of that length once the start node is retrieved (graph_explore's prompt
             ``explore_plan_relations``; calibrated, except with a specialist adapter), and offer at each
-            hop only the ``NeighborCheck`` along the chain's relation, on the nodes that have it (a
-            departure from the paper, whose agent picks each relation). False (default): the agent
-            ranks every relation at every hop.
+            hop only the ``NeighborCheck`` along the chain's relation, on the nodes that have it (default;
+            a departure from the paper, whose agent picks each relation). False: the agent ranks every
+            relation at every hop.
         plan_example: show the relation-chain prompt's worked example (a 2-hop chain) when the chain
             has 3 hops or more. None (default): for every model but a specialist adapter.
 
@@ -271,7 +270,7 @@ def create_graph_agent_graph(
     if plan_example is not None and not isinstance(plan_example, bool):
         raise ConfigError(f"plan_example must be True, False or None, got {plan_example!r}")
     mkg = MeteredKG(kg)
-    model = default_llm(llm, kg=kg, adapter=adapter)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_agent")
     adapted = runs_adapter(model)
     agent = AgentInteraction(
         model,

@@ -258,6 +258,34 @@ def test_training_examples_are_shortest_kg_paths_to_answers():
         assert q.question in str(e["messages"][-1].content)
 
 
+def test_training_examples_can_follow_each_question_s_hop_count():
+    # gold_paths="hops": a 2-hop question is taught a 2-hop path along the chain that best explains its
+    # answers, not the 1-hop shortcut to one of them (its shortest path)
+    from kg_agents.methods.gcr.train import gcr_training_examples
+    from kg_agents.methods.gcr.trie import parse_path_text
+
+    kg = MemoryKG(
+        [("X", "written_by", "W"), ("F", "written_by", "W"), ("G", "written_by", "W"), ("X", "sequel", "F")]
+    )
+
+    class Q:
+        id, question, hops = "q", "which films share a writer with [X]", 2
+        topic_entities, answers = ["X"], ["F", "G"]
+
+    shortest = gcr_training_examples(kg, [Q()], max_hops=2, max_paths_per_question=3)
+    assert [parse_path_text(e["target"].split("\n")[0]).to_text() for e in shortest] == ["X -> sequel -> F"]
+    chained = gcr_training_examples(kg, [Q()], max_hops=2, max_paths_per_question=3, gold_paths="hops")
+    assert [parse_path_text(e["target"].split("\n")[0]).to_text() for e in chained] == [
+        "X -> written_by -> W -> ~written_by -> F",
+        "X -> written_by -> W -> ~written_by -> G",
+    ]
+    assert all(verify_path(kg, parse_path_text(e["target"].split("\n")[0])) for e in chained)
+    # a hop count beyond max_hops falls back to the shortest paths; a bad gold_paths is a ConfigError
+    assert gcr_training_examples(kg, [Q()], max_hops=1, gold_paths="hops")[0]["path"] == "X -> sequel -> F"
+    with pytest.raises(ConfigError, match="gold_paths"):
+        gcr_training_examples(kg, [Q()], gold_paths="longest")
+
+
 def test_decoder_single_beam(kg, decoder):
     trie = build_trie(kg, ["Big"], decoder.tokenizer, max_hops=1)
     out = decoder.generate("# Reasoning Path:\n", trie, num_beams=1)

@@ -994,10 +994,11 @@ def test_hops_from_the_command_line():
 
 
 def test_ranked_agent_follows_a_relation_chain_ranked_once():
-    # relation_chain: once the start is retrieved, the agent ranks the chain of the walk's length; each
-    # hop then offers only the NeighborCheck along it (no ranking call), and Finish comes at its end
+    # relation_chain (the default): once the start is retrieved, the agent ranks the chain of the walk's
+    # length; each hop then offers only the NeighborCheck along it (no ranking call), and Finish comes at
+    # its end
     llm = FakeChat(logprobs=trap_scores, tools=False)
-    out = create_graph_agent_graph(KG, llm=llm, hops=3, relation_chain=True).invoke(Q3)
+    out = create_graph_agent_graph(KG, llm=llm, hops=3).invoke(Q3)
     steps = _trace(out, "expand")
     assert [s["action"] for s in steps] == [
         "RetrieveNode[Splash]",
@@ -1017,9 +1018,9 @@ def test_ranked_agent_follows_a_relation_chain_ranked_once():
         "Splash -> written_by -> Babaloo Mandel -> ~written_by -> Parenthood"
         " -> starred_actors -> Steve Martin"
     ]
-    # without it (the default) the agent ranks each hop's relations and takes the answer's type first
+    # without it the agent ranks each hop's relations and takes the answer's type first
     llm = FakeChat(logprobs=trap_scores, tools=False)
-    out = create_graph_agent_graph(KG, llm=llm, hops=3, calibrate=False).invoke(Q3)
+    out = create_graph_agent_graph(KG, llm=llm, hops=3, calibrate=False, relation_chain=False).invoke(Q3)
     steps = _trace(out, "expand")
     assert steps[1]["action"] == "NeighborCheck[Splash, starred_actors]" and "plan" not in steps[1]
     assert out["answers"] != ["Steve Martin"]
