@@ -36,6 +36,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide, check_decide, check_ratio
+from kg_agents.core.hops import check_hops
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -82,6 +83,8 @@ class GCRContext:
         decide: the general model's route: ``"rank"`` (it ranks the candidate answers) or
             ``"generate"`` (it writes them; kept where they name a candidate).
         answer_ratio: ranked route: the probability share of the best answer that others need.
+        hops: the trie's depth per question: an integer, ``"predict"``, ``"auto"`` or ``"none"`` (see
+            :func:`create_gcr_graph`).
     """
 
     num_beams: int | None = None
@@ -89,13 +92,16 @@ class GCRContext:
     max_answers: int | None = None
     decide: Decide | None = None
     answer_ratio: float | None = None
+    hops: int | str | None = None
 
 
 class GCRState(ReasoningState, total=False):
-    """GCR's state: the decoded paths (as dicts: path text, hypothesis, score, in_trie)."""
+    """GCR's state: the decoded paths (as dicts: path text, hypothesis, score, in_trie), the trie's size
+    and depth."""
 
     decoded: list[dict[str, Any]]
     trie_size: int
+    trie_hops: int
 
 
 def create_gcr_graph(
@@ -121,6 +127,8 @@ def create_gcr_graph(
     reason_prompt: str | Path | ChatPromptTemplate | None = None,
     decide: Decide = "rank",
     answer_ratio: float = 0.5,
+    hops: int | str = "none",
+    hop_classifier: Any = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -156,6 +164,13 @@ def create_gcr_graph(
             the vote route (``general_llm=None``).
         answer_ratio: ranked route: the best candidate and those whose probability is at least this
             share of the best one's.
+        hops: the KG-Trie's depth L per question (a departure from the paper, whose L is fixed): an
+            integer; ``"predict"``: the question's hop count from the hop classifier
+            (knowledge_navigator's); ``"auto"``: predicted on the MetaQA graph, whose question forms the
+            bundled classifier was trained on (or wherever ``hop_classifier`` is given), ``max_hops``
+            elsewhere; ``"none"`` (default): ``max_hops``. A run's context may set it.
+        hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
+            (None: the bundled one, loaded on the first question that needs it).
 
     Raises:
         ConfigError: an unknown ``prompt_style``, ``decide`` or prompt name, ``answer_ratio`` outside
@@ -171,6 +186,7 @@ def create_gcr_graph(
         raise ConfigError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
     if num_beams < 1 or max_hops < 1:
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
+    check_hops(hops)
     check_decide(decide)
     check_ratio(answer_ratio)
     templates = prompt_templates(
@@ -210,7 +226,9 @@ def create_gcr_graph(
             max_answers=MAX_ANSWERS,
             decide=decide,
             answer_ratio=answer_ratio,
+            hops=hops,
         ),
+        hop_classifier=hop_classifier,
     )
 
     g = StateGraph(

@@ -33,6 +33,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
+from kg_agents.core.hops import check_hops, question_hops
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
@@ -70,6 +71,7 @@ class GCRDeps:
         reason_template: the reasoning prompt (figure 10).
         constrained: False runs the decoder without the trie (the faithfulness ablation).
         defaults: the factory's :class:`~kg_agents.methods.gcr.graph.GCRContext` (every field set).
+        hop_classifier: what predicts a question's hop count for ``hops`` (None: the bundled one).
     """
 
     kg: MeteredKG
@@ -80,6 +82,7 @@ class GCRDeps:
     reason_template: ChatPromptTemplate
     constrained: bool
     defaults: Any
+    hop_classifier: Any = None
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -128,11 +131,17 @@ def strip_path_lines(text: str) -> str:
 # --------------------------------------------------------------------------- nodes
 @metered
 def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """The question's KG-Trie (from the cache, disk, or built now); ends the question when empty."""
+    """The question's KG-Trie (from the cache, disk, or built now); ends the question when empty.
+
+    Its depth L is ``max_hops``, or the question's hop count where ``hops`` gives one (predicted by the
+    hop classifier on the MetaQA graph with ``"auto"``); the decoder reads it from the state.
+    """
     ents = state.get("topic_entities") or []
+    ctx = run_context(runtime, deps.defaults)
+    mode = check_hops(ctx.hops)  # a run's context may set it: a bad one is a ConfigError
+    hops = question_hops(mode, deps.kg, state["question"], ents, deps.hop_classifier) or ctx.max_hops
     if not deps.constrained:
-        return {"trie_size": -1, "trace": [{"node": "get_trie", "constrained": False}]}
-    hops = run_context(runtime, deps.defaults).max_hops
+        return {"trie_size": -1, "trie_hops": hops, "trace": [{"node": "get_trie", "constrained": False}]}
     before = deps.cache.info()
     try:
         trie = deps.cache.get(ents, hops)
@@ -143,11 +152,13 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     st = trie.stats
     update: dict[str, Any] = {
         "trie_size": len(trie),
+        "trie_hops": hops,
         "trace": [
             {
                 "node": "get_trie",
                 "entities": list(ents),
                 "max_hops": hops,
+                "hops": ctx.hops,
                 "paths": len(trie),
                 "fanout_truncated": list(st.fanout_truncated),
                 "path_limit_hit": st.path_limit_hit,
@@ -171,7 +182,8 @@ def decode(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
     shown = "\n".join(kg_text(e) for e in ents)
     messages = deps.decode_template.format_messages(question=state["question"], entities=shown)
     try:
-        trie = deps.cache.get(ents, ctx.max_hops) if deps.constrained else None
+        hops = state.get("trie_hops") or ctx.max_hops
+        trie = deps.cache.get(ents, hops) if deps.constrained else None
         out = deps.decoder.generate(messages, trie, ctx.num_beams)
     except (KGAgentsError, ValueError) as exc:
         return {"decoded": [], "answers": [], "paths": [], **error_update("decode", exc)}

@@ -159,6 +159,39 @@ def test_gcr_stream_checkpointer_and_batch(kg, decoder):
     assert all(grounded(o) and len(o["answers"]) == 1 for o in outs)
 
 
+class OneHop:
+    """A hop classifier that predicts 1 hop for every question."""
+
+    def __init__(self):
+        self.asked = []
+
+    def predict(self, questions, entities):
+        self.asked.extend(questions)
+        return [1] * len(questions)
+
+
+def test_gcr_trie_depth_follows_the_question_s_hop_count(kg, decoder):
+    # hops: the trie's depth L per question instead of max_hops; every decoded path is then that short
+    def depth(out):
+        return next(t for t in out["trace"] if t["node"] == "get_trie")["max_hops"]
+
+    q = {"question": "who directed Splash", "topic_entities": ["Splash"]}
+    g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3, max_hops=2)
+    assert depth(g.invoke(q)) == 2  # "none", the default: max_hops
+    out = g.invoke(q, context={"hops": 1})
+    assert depth(out) == 1 and out["paths"] and all(len(p) == 1 for p in out["paths"])
+    clf = OneHop()
+    g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3, max_hops=2, hop_classifier=clf)
+    assert depth(g.invoke(q, context={"hops": "predict"})) == 1 and clf.asked == ["who directed Splash"]
+    assert depth(g.invoke(q, context={"hops": "auto"})) == 1  # a classifier given: predicted anywhere
+    plain = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3, max_hops=2, hops="auto")
+    assert depth(plain.invoke(q)) == 2  # not the MetaQA graph and no classifier: max_hops
+    with pytest.raises(ConfigError, match="hops must be"):
+        create_gcr_graph(kg, general_llm=None, decoder=decoder, hops="two")
+    with pytest.raises(ConfigError, match="hops must be"):
+        g.invoke(q, context={"hops": 0})
+
+
 async def test_gcr_ainvoke_and_shared_cache(kg, decoder):
     cache = TrieCache(kg, decoder.tokenizer, max_hops=1)
     g = create_gcr_graph(kg, general_llm=None, decoder=decoder, trie_cache=cache, num_beams=2)

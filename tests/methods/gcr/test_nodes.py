@@ -49,7 +49,9 @@ def deps():
         decode_template=load_prompt("gcr", "decode_zero_shot"),
         reason_template=load_prompt("gcr", "reason"),
         constrained=True,
-        defaults=GCRContext(num_beams=4, max_hops=2, max_answers=10, decide="generate", answer_ratio=0.5),
+        defaults=GCRContext(
+            num_beams=4, max_hops=2, max_answers=10, decide="generate", answer_ratio=0.5, hops="none"
+        ),
     )
 
 
