@@ -102,6 +102,7 @@ class GCRState(ReasoningState, total=False):
     decoded: list[dict[str, Any]]
     trie_size: int
     trie_hops: int
+    trie_exact: bool
 
 
 def create_gcr_graph(
@@ -164,11 +165,13 @@ def create_gcr_graph(
             the vote route (``general_llm=None``).
         answer_ratio: ranked route: the best candidate and those whose probability is at least this
             share of the best one's.
-        hops: the KG-Trie's depth L per question (a departure from the paper, whose L is fixed): an
+        hops: the KG-Trie per question holds the paths of exactly this many hops (a departure from the
+            paper, whose trie holds every path of 1..L hops for every question): an
             integer; ``"predict"``: the question's hop count from the hop classifier
             (knowledge_navigator's); ``"auto"``: predicted on the MetaQA graph, whose question forms the
-            bundled classifier was trained on (or wherever ``hop_classifier`` is given), ``max_hops``
-            elsewhere; ``"none"`` (default): ``max_hops``. A run's context may set it.
+            bundled classifier was trained on (or wherever ``hop_classifier`` is given), every path of
+            1..``max_hops`` elsewhere; ``"none"`` (default): every path of 1..``max_hops`` hops. A run's
+            context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the bundled one, loaded on the first question that needs it).
 

@@ -133,18 +133,21 @@ def strip_path_lines(text: str) -> str:
 def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
     """The question's KG-Trie (from the cache, disk, or built now); ends the question when empty.
 
-    Its depth L is ``max_hops``, or the question's hop count where ``hops`` gives one (predicted by the
-    hop classifier on the MetaQA graph with ``"auto"``); the decoder reads it from the state.
+    Its depth L is ``max_hops`` (paths of 1..L hops), or the question's hop count where ``hops`` gives
+    one (predicted by the hop classifier on the MetaQA graph with ``"auto"``): then it holds the paths of
+    exactly that many hops. The decoder reads both from the state.
     """
     ents = state.get("topic_entities") or []
     ctx = run_context(runtime, deps.defaults)
     mode = check_hops(ctx.hops)  # a run's context may set it: a bad one is a ConfigError
-    hops = question_hops(mode, deps.kg, state["question"], ents, deps.hop_classifier) or ctx.max_hops
+    exact = question_hops(mode, deps.kg, state["question"], ents, deps.hop_classifier)
+    hops = exact or ctx.max_hops
     if not deps.constrained:
         return {"trie_size": -1, "trie_hops": hops, "trace": [{"node": "get_trie", "constrained": False}]}
     before = deps.cache.info()
     try:
-        trie = deps.cache.get(ents, hops)
+        # with the question's hop count, only paths of that many hops: a decoded path cannot end sooner
+        trie = deps.cache.get(ents, hops, min_hops=hops if exact else 1)
     except KGAgentsError as exc:
         failed = error_update("get_trie", exc, halted=isinstance(exc, KGError))
         return {"trie_size": 0, "answers": [], "paths": [], **failed}
@@ -153,12 +156,14 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     update: dict[str, Any] = {
         "trie_size": len(trie),
         "trie_hops": hops,
+        "trie_exact": bool(exact),
         "trace": [
             {
                 "node": "get_trie",
                 "entities": list(ents),
                 "max_hops": hops,
                 "hops": ctx.hops,
+                "exact": bool(exact),
                 "paths": len(trie),
                 "fanout_truncated": list(st.fanout_truncated),
                 "path_limit_hit": st.path_limit_hit,
@@ -183,7 +188,8 @@ def decode(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
     messages = deps.decode_template.format_messages(question=state["question"], entities=shown)
     try:
         hops = state.get("trie_hops") or ctx.max_hops
-        trie = deps.cache.get(ents, hops) if deps.constrained else None
+        shortest = hops if state.get("trie_exact") else 1
+        trie = deps.cache.get(ents, hops, min_hops=shortest) if deps.constrained else None
         out = deps.decoder.generate(messages, trie, ctx.num_beams)
     except (KGAgentsError, ValueError) as exc:
         return {"decoded": [], "answers": [], "paths": [], **error_update("decode", exc)}

@@ -785,8 +785,9 @@ def build_trie(
     fanout_limit: int | None = 500,
     max_paths: int | None = 20_000,
     tokenizer_sig: str | None = None,
+    min_hops: int = 1,
 ) -> KGTrie:
-    """Build the KG-Trie of all paths of 1..``max_hops`` hops from ``entities`` (on demand).
+    """Build the KG-Trie of all paths of ``min_hops``..``max_hops`` hops from ``entities`` (on demand).
 
     Both directions are followed (a backwards hop is written ``~relation``). ``max_paths`` bounds the
     paths per call and ``fanout_limit`` the neighbours per entity and hop; the trie's ``stats`` say
@@ -800,6 +801,8 @@ def build_trie(
         fanout_limit: neighbour triples per entity and hop (None: all).
         max_paths: paths per build (None: all).
         tokenizer_sig: :func:`tokenizer_signature` of ``tokenizer`` if already known.
+        min_hops: the shortest path kept (``min_hops=max_hops``: paths of exactly L hops, so that a
+            decoded path cannot end before them).
 
     Example:
         >>> trie = build_trie(kg, ["Splash"], tok, max_hops=1)     # doctest: +SKIP
@@ -808,6 +811,8 @@ def build_trie(
     """
     if max_hops < 1:
         raise ValueError(f"max_hops must be >= 1, got {max_hops}")
+    if not 1 <= min_hops <= max_hops:
+        raise ValueError(f"min_hops must be in 1..max_hops={max_hops}, got {min_hops}")
     t0 = time.perf_counter()
     # The build allocates many small objects and makes no reference cycles: pausing the cyclic
     # collector spares full collections of the whole heap in the middle of it (the p95 of the build).
@@ -819,7 +824,8 @@ def build_trie(
         )
         sig = tokenizer_sig if tokenizer_sig is not None else tokenizer_signature(tokenizer)
         trie = KGTrie([], [], tokenizer_sig=sig)
-        path_tokenizer(tokenizer).fill(trie, res.paths)
+        paths = res.paths if min_hops == 1 else [p for p in res.paths if len(p) >= min_hops]
+        path_tokenizer(tokenizer).fill(trie, paths)
     finally:
         if paused:
             gc.enable()
@@ -992,7 +998,8 @@ class TrieCache:
         self.max_paths = max_paths
         self.capacity = capacity
         self.sig = tokenizer_signature(tokenizer)
-        self._lru: OrderedDict[tuple[str, int], KGTrie] = OrderedDict()
+        # (entity, L), or (entity, L, shortest) for a trie without the shorter paths
+        self._lru: OrderedDict[tuple[Any, ...], KGTrie] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = self.disk = 0
         self.directory = FsPath(directory) if directory is not None else None
@@ -1025,17 +1032,18 @@ class TrieCache:
             "capacity": self.capacity,
         }
 
-    def entity_trie(self, entity: str, max_hops: int | None = None) -> KGTrie:
-        """The trie of one entity's paths (from memory, disk, or built now)."""
+    def entity_trie(self, entity: str, max_hops: int | None = None, min_hops: int = 1) -> KGTrie:
+        """The trie of one entity's paths of ``min_hops``..``max_hops`` hops (from memory, disk, or built
+        now)."""
         hops = self.max_hops if max_hops is None else max_hops
-        key = (entity, hops)
+        key: tuple[Any, ...] = (entity, hops) if min_hops == 1 else (entity, hops, min_hops)
         with self._lock:
             trie = self._lru.get(key)
             if trie is not None:
                 self._lru.move_to_end(key)
                 self.hits += 1
                 return trie
-        name = self._disk_index.get(entity) if hops == self.max_hops else None
+        name = self._disk_index.get(entity) if hops == self.max_hops and min_hops == 1 else None
         if name is not None and self.directory is not None and (self.directory / name).is_file():
             trie = KGTrie.load(self.directory / name)
             self.disk += 1
@@ -1048,6 +1056,7 @@ class TrieCache:
                 fanout_limit=self.fanout_limit,
                 max_paths=self.max_paths,
                 tokenizer_sig=self.sig,
+                min_hops=min_hops,
             )
             self.misses += 1
         with self._lock:
@@ -1058,10 +1067,11 @@ class TrieCache:
                     self._lru.popitem(last=False)
         return trie
 
-    def get(self, entities: Sequence[str], max_hops: int | None = None) -> KGTrie:
-        """The question's trie: the union of its topic entities' tries."""
-        tries = [self.entity_trie(e, max_hops) for e in dict.fromkeys(entities)]
+    def get(self, entities: Sequence[str], max_hops: int | None = None, min_hops: int = 1) -> KGTrie:
+        """The question's trie: the union of its topic entities' tries (paths of ``min_hops``..``max_hops``
+        hops)."""
+        tries = [self.entity_trie(e, max_hops, min_hops) for e in dict.fromkeys(entities)]
         return KGTrie.merge(tries or [KGTrie([], [], tokenizer_sig=self.sig)])
 
-    def __iter__(self) -> Iterator[tuple[str, int]]:
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return iter(list(self._lru))

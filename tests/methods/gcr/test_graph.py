@@ -171,15 +171,19 @@ class OneHop:
 
 
 def test_gcr_trie_depth_follows_the_question_s_hop_count(kg, decoder):
-    # hops: the trie's depth L per question instead of max_hops; every decoded path is then that short
+    # hops: the trie per question holds the paths of exactly that many hops, instead of 1..max_hops
     def depth(out):
         return next(t for t in out["trace"] if t["node"] == "get_trie")["max_hops"]
 
     q = {"question": "who directed Splash", "topic_entities": ["Splash"]}
     g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3, max_hops=2)
-    assert depth(g.invoke(q)) == 2  # "none", the default: max_hops
+    out = g.invoke(q)  # "none", the default: every path of 1..max_hops hops
+    assert depth(out) == 2 and {len(p) for p in out["paths"]} == {1, 2}
     out = g.invoke(q, context={"hops": 1})
     assert depth(out) == 1 and out["paths"] and all(len(p) == 1 for p in out["paths"])
+    out = g.invoke(q, context={"hops": 2})  # no decoded path ends before 2 hops
+    assert next(t for t in out["trace"] if t["node"] == "get_trie")["exact"] is True
+    assert out["paths"] and all(len(p) == 2 and verify_path(kg, p) for p in out["paths"])
     clf = OneHop()
     g = create_gcr_graph(kg, general_llm=None, decoder=decoder, num_beams=3, max_hops=2, hop_classifier=clf)
     assert depth(g.invoke(q, context={"hops": "predict"})) == 1 and clf.asked == ["who directed Splash"]

@@ -244,3 +244,16 @@ def test_prepare_labels_tokenises_the_whole_kg_once_and_builds_compose_from_it(t
     assert pt.tokenized == before  # every path composed from the prepared ids
     for text, seq in zip(trie.texts, trie.sequences, strict=True):
         assert tuple(tok(format_path(text), add_special_tokens=False)["input_ids"]) == seq
+
+
+def test_a_trie_of_exactly_l_hops_and_its_cache_key(kg, tok):
+    both = build_trie(kg, ["Splash"], tok, max_hops=2)
+    exact = build_trie(kg, ["Splash"], tok, max_hops=2, min_hops=2)
+    assert {t.count(" -> ") for t in both.texts} == {2, 4}
+    assert {t.count(" -> ") for t in exact.texts} == {4} and set(exact.texts) < set(both.texts)
+    with pytest.raises(ValueError, match="min_hops"):
+        build_trie(kg, ["Splash"], tok, max_hops=2, min_hops=3)
+    cache = TrieCache(kg, tok, max_hops=2)
+    assert cache.get(["Splash"], 2, min_hops=2).texts == exact.texts
+    assert cache.get(["Splash"], 2).texts == both.texts  # its own entry, not the exact one
+    assert sorted(cache, key=len) == [("Splash", 2), ("Splash", 2, 2)]
