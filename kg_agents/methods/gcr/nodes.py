@@ -174,7 +174,8 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
         ],
     }
     if len(trie) == 0:
-        err = error_update("get_trie", f"no path of <= {hops} hops from {list(ents)}", type="NoPath")
+        length = f"exactly {hops}" if exact else f"<= {hops}"
+        err = error_update("get_trie", f"no path of {length} hops from {list(ents)}", type="NoPath")
         update.update(answers=[], paths=[], errors=err["errors"], trace=update["trace"] + err["trace"])
     return update
 

@@ -72,6 +72,16 @@ def test_get_trie_without_paths_is_a_no_path_record(deps):
     assert rec["node"] == "get_trie" and rec["type"] == "NoPath" and not rec["halted"]
 
 
+def test_get_trie_of_exactly_the_hop_count_without_such_a_path_is_a_no_path_record(deps):
+    kg = MeteredKG(MemoryKG([*CONTRACT_TRIPLES, ("Lonely", "r", "Leaf")]))
+    lonely = dataclasses.replace(deps, kg=kg, cache=TrieCache(kg, smollm_tokenizer(), max_hops=2))
+    state = {"question": "q", "topic_entities": ["Lonely"]}
+    assert get_trie(lonely, state, Runtime(context={"hops": 1}))["trie_size"] == 1
+    out = get_trie(lonely, state, Runtime(context={"hops": 2}))  # 1..2 hops would hold the 1-hop path
+    assert out["trie_size"] == 0 and out["trace"][0]["exact"] is True
+    assert "no path of exactly 2 hops" in out["errors"][0]["message"]
+
+
 def test_decode_takes_k_from_the_run_and_counts_the_call(deps):
     out = decode(deps, SPLASH, Runtime(context={"num_beams": 1}))
     assert deps.decoder.seen == [1] and len(deps.decoder.tries[0]) > 0
