@@ -17,6 +17,7 @@ __all__ = [
     "PathSearchResult",
     "best_chains",
     "chain_paths",
+    "chain_step",
     "enumerate_paths",
     "follow_chain",
     "hops_at_length",
@@ -239,6 +240,11 @@ def hops_at_length(
 MAX_CHAINS = 200
 
 
+def chain_step(hop: Hop) -> tuple[str, str]:
+    """A hop as a relation chain's step: ``(relation, "out")``, or ``"in"`` for a backwards hop."""
+    return (hop.relation, "in" if hop.inverse else "out")
+
+
 def follow_chain(
     kg: KnowledgeGraph, starts: set[str], chain: Sequence[tuple[str, str]], limit: int
 ) -> set[str]:
@@ -282,7 +288,7 @@ def best_chains(
         groups: dict[tuple[str, str], list[Hop]] = {}
         for n in sorted(nodes):
             for h in by_level.get(k, {}).get(n, []):
-                groups.setdefault((h.relation, "in" if h.inverse else "out"), []).append(h)
+                groups.setdefault(chain_step(h), []).append(h)
         for key in sorted(groups):
             walk(k + 1, {h.target for h in groups[key]}, (*chain, key), [*levels, groups[key]])
 
@@ -339,7 +345,7 @@ def chain_paths(
     for chain, hops in best_chains(kg, topics, answers, length, limit=limit):
         by_source: dict[tuple[str, tuple[str, str]], list[Hop]] = {}
         for h in hops:
-            by_source.setdefault((h.source, (h.relation, "in" if h.inverse else "out")), []).append(h)
+            by_source.setdefault((h.source, chain_step(h)), []).append(h)
         found: list[Path] = []
         # depth first from each topic entity along the chain's relations, to an answer
         stack: list[tuple[str, tuple[Hop, ...]]] = [(t, ()) for t in reversed(list(topics))]

@@ -50,7 +50,7 @@ from pydantic import PrivateAttr
 from kg_agents.core.decide import Decision, current_decision
 from kg_agents.eval.metrics import normalize_answer
 from kg_agents.kg.base import Hop, KnowledgeGraph
-from kg_agents.kg.paths import best_chains, shortest_paths
+from kg_agents.kg.paths import best_chains, chain_step, shortest_paths
 
 __all__ = ["Example", "Teacher", "best_chain_hops", "best_chains", "right_options"]
 
@@ -268,7 +268,7 @@ class Teacher(BaseChatModel):
                         gold.starts.add(p.start)
                     hop_list.extend(p.hops)
         for h in hop_list:
-            gold.hops.add((h.source, h.relation, "in" if h.inverse else "out"))
+            gold.hops.add((h.source, *chain_step(h)))
             gold.nodes.add(normalize_answer(kg.label(h.target)))
         return gold, fallback
 
