@@ -28,6 +28,7 @@ __all__ = [
     "ADAPTED_PREFIX",
     "BASE_MODEL",
     "adapter_folder",
+    "fit_lora",
     "is_adapter_dir",
     "merged_model_dir",
     "new_lora",
@@ -79,6 +80,99 @@ def padded_batch(rows: list[tuple[list[int], int]], pad: int) -> tuple[Any, Any,
         attn[b, : len(ids)] = 1
         labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
     return input_ids, attn, labels
+
+
+def fit_lora(
+    model: Any,
+    rows: list[tuple[list[int], int]],
+    *,
+    pad: int,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    lora_r: int,
+    lora_alpha: int,
+    bf16: bool = False,
+    device: str = "cpu",
+    seed: int = 0,
+    log_every: int = 10,
+    label: str = "train",
+) -> tuple[Any, list[float], list[list[float]], float]:
+    """Train a new LoRA adapter on ``model`` with the language-model loss on ``rows`` of ``(token ids,
+    prompt length)`` (the loss on the tokens after each prompt only): AdamW, a cosine schedule with 3%
+    warm-up, the rows shuffled each epoch with ``seed``, ``batch_size`` rows per step.
+
+    It needs torch, transformers and peft alone (no other part of kg-agents), so the same loop runs
+    wherever the rows were encoded or were sent.
+
+    Args:
+        model: a causal LM (transformers); it is moved to ``device``.
+        rows: the encoded examples.
+        pad: the padding token id.
+        epochs, lr, batch_size: the optimisation.
+        lora_r, lora_alpha: the adapter's rank and scale (q/k/v/o; :func:`new_lora`).
+        bf16: forward and backward under bfloat16 autocast.
+        device: ``cpu`` or ``cuda``.
+        seed: the data order.
+        log_every: print ``"{label}: step i/n loss x (s)"`` to stderr every this many steps (0: silent).
+        label: the log lines' prefix.
+
+    Returns:
+        ``(peft_model, losses per step, loss curve, seconds)``; the curve holds ``[step, mean loss of
+        the last log_every steps]``.
+
+    Raises:
+        ConfigError: no rows, a bad ``device``, or ``epochs`` / ``batch_size`` below 1.
+    """
+    import math
+    import random
+    import sys
+    import time
+
+    import torch
+    from transformers import get_cosine_schedule_with_warmup
+
+    if not rows:
+        raise ConfigError("no training rows")
+    if epochs < 1 or batch_size < 1:
+        raise ConfigError(f"epochs and batch_size must be at least 1, got {epochs} and {batch_size}")
+    if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
+        raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
+    peft_model = new_lora(model, r=lora_r, alpha=lora_alpha)
+    peft_model.to(device)
+    peft_model.train()
+    opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=lr)
+    steps = epochs * math.ceil(len(rows) / batch_size)
+    sched = get_cosine_schedule_with_warmup(opt, max(1, int(0.03 * steps)), steps)
+    rng = random.Random(seed)
+    losses: list[float] = []
+    curve: list[list[float]] = []
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        order = list(range(len(rows)))
+        rng.shuffle(order)
+        for i in range(0, len(order), batch_size):
+            input_ids, attn, labels = padded_batch([rows[j] for j in order[i : i + batch_size]], pad)
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+                loss = peft_model(
+                    input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
+                ).loss
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+            if log_every > 0 and len(losses) % log_every == 0:
+                window = losses[-log_every:]
+                curve.append([len(losses), sum(window) / len(window)])
+                print(
+                    f"{label}: step {len(losses)}/{steps} loss {curve[-1][1]:.4f} "
+                    f"({time.perf_counter() - t0:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    peft_model.to("cpu")
+    return peft_model, losses, curve, time.perf_counter() - t0
 
 
 def save_adapter(model: Any, folder: str | os.PathLike[str]) -> None:

@@ -22,10 +22,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
-import random
-import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path as FsPath
 from typing import Any
@@ -129,6 +125,7 @@ def train_gcr(
     max_len: int = 256,
     gold_paths: str = "shortest",
     bf16: bool = False,
+    device: str = "cpu",
     seed: int = 0,
     log_every: int = 10,
     out: str = "runs/gcr-lora",
@@ -149,7 +146,9 @@ def train_gcr(
             dropped).
         gold_paths: ``shortest`` (the paper's: all shortest paths) or ``hops`` (a question's own hop
             count along its best relation chains; see :func:`gcr_training_examples`).
-        bf16: run forward and backward under bfloat16 autocast (faster on CPUs with AMX or AVX512-BF16).
+        bf16: run forward and backward under bfloat16 autocast (faster on CPUs with AMX or AVX512-BF16,
+            and on GPUs).
+        device: ``cpu`` or ``cuda`` (the loop is :func:`~kg_agents.llm.adapters.fit_lora`).
         seed: data order and sampling seed.
         log_every: print the mean loss of the last this-many steps to stderr (0: silent).
         out: directory for the adapter and ``gcr_train.json``: a new or empty one, or an adapter
@@ -161,22 +160,25 @@ def train_gcr(
         every ``log_every`` steps.
 
     Raises:
-        ConfigError: bad ``hops``, no training example, or ``out`` holds other files than an adapter.
+        ConfigError: bad ``hops`` or ``device``, no training example, or ``out`` holds other files than an
+            adapter.
 
     Example:
         >>> train_gcr(hops="1,2,3", limit=350, epochs=1, out="runs/gcr-lora")            # doctest: +SKIP
         {'out': 'runs/gcr-lora', 'examples': 889, 'steps': 112, ...}
     """
     import torch
-    from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
+    from transformers import AutoModelForCausalLM
 
-    from kg_agents.llm.adapters import new_lora, padded_batch, save_adapter
+    from kg_agents.llm.adapters import fit_lora, save_adapter
 
     try:
         hop_list = [int(h) for h in str(hops).split(",") if h.strip()]
     except ValueError as exc:
         raise ConfigError(f"hops must be comma-separated integers, got {hops!r}") from exc
     check_adapter_out(out)
+    if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
+        raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     torch.manual_seed(seed)
     kg = open_kg("metaqa")
     questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
@@ -195,38 +197,21 @@ def train_gcr(
     rows = _encode(examples, decoder, max_len)
     if not rows:
         raise ConfigError(f"every example's prompt is longer than max_len={max_len}")
-    peft_model = new_lora(model, r=lora_r, alpha=lora_alpha)
-    peft_model.train()
-    opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=lr)
-    steps = epochs * math.ceil(len(rows) / batch_size)
-    sched = get_cosine_schedule_with_warmup(opt, max(1, int(0.03 * steps)), steps)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    rng = random.Random(seed)
-    losses: list[float] = []
-    curve: list[list[float]] = []
-    t0 = time.perf_counter()
-    for _ in range(epochs):
-        order = list(range(len(rows)))
-        rng.shuffle(order)
-        for i in range(0, len(order), batch_size):
-            input_ids, attn, labels = padded_batch([rows[j] for j in order[i : i + batch_size]], pad)
-            with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss = peft_model(input_ids=input_ids, attention_mask=attn, labels=labels).loss
-            loss.backward()
-            opt.step()
-            sched.step()
-            opt.zero_grad()
-            losses.append(loss.item())
-            if log_every > 0 and len(losses) % log_every == 0:
-                window = losses[-log_every:]
-                curve.append([len(losses), sum(window) / len(window)])
-                print(
-                    f"gcr train: step {len(losses)}/{steps} loss {curve[-1][1]:.4f} "
-                    f"({time.perf_counter() - t0:.0f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-    seconds = time.perf_counter() - t0
+    peft_model, losses, curve, seconds = fit_lora(
+        model,
+        rows,
+        pad=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        lora_r=lora_r,
+        lora_alpha=lora_alpha,
+        bf16=bf16,
+        device=device,
+        seed=seed,
+        log_every=log_every,
+        label="gcr train",
+    )
     target = FsPath(out)
     info = {
         "out": str(target),
@@ -247,6 +232,7 @@ def train_gcr(
         "max_len": max_len,
         "gold_paths": gold_paths,
         "bf16": bf16,
+        "device": device,
         "seed": seed,
         "split": "train",
         "base_model": BASE_MODEL,
