@@ -20,24 +20,36 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from kg_agents.errors import ModelError
+from kg_agents.errors import ConfigError, ModelError
 from kg_agents.methods.gcr.trie import END, KGTrie, format_path
 
 __all__ = [
     "ANSWER_HEADER",
     "ASSISTANT_PREFIX",
+    "PATH_SCORES",
     "ConstrainedDecoder",
     "DecodedPath",
     "TrieDecoder",
     "candidates_of",
     "check_num_beams",
+    "check_path_scores",
     "decoded_path",
+    "default_length_penalty",
     "render_prompt",
+    "renormalised",
 ]
+
+#: How a decoder scores a path: ``"model"`` (the paper's, transformers' beam scores): the model's
+#: full-vocabulary log-probabilities of the path's tokens, divided by its length; ``"trie"``: each token's
+#: log-probability renormalised over the tokens the KG-Trie allows there, summed (no length division),
+#: so a token the trie forces (the rest of an entity's name) costs nothing and the score is the path's
+#: log-probability among the trie's paths.
+PATH_SCORES = ("model", "trie")
 
 #: What follows a path sentence before its hypothesis answer (figure 3's output format).
 ANSWER_HEADER = "\n# Answer:\n"
@@ -114,6 +126,38 @@ def candidates_of(trie: KGTrie, prefix: Sequence[int], eos_token_id: int) -> lis
     if END in node:
         out.append(eos_token_id)
     return out
+
+
+def check_path_scores(path_scores: str) -> None:
+    """Raise :class:`~kg_agents.errors.ConfigError` unless ``path_scores`` is one of :data:`PATH_SCORES`."""
+    if path_scores not in PATH_SCORES:
+        raise ConfigError(f"path_scores must be one of {PATH_SCORES}, got {path_scores!r}")
+
+
+def default_length_penalty(path_scores: str, length_penalty: float | None) -> float:
+    """The beam length penalty: the one given, else 1.0 for ``"model"`` scores (transformers' default)
+    and 0.0 for ``"trie"`` scores (a sum: the path's log-probability among the trie's paths)."""
+    check_path_scores(path_scores)
+    if length_penalty is not None:
+        return float(length_penalty)
+    return 0.0 if path_scores == "trie" else 1.0
+
+
+def renormalised(logprobs: Sequence[float]) -> list[float]:
+    """Log-probabilities renormalised over the given (allowed) tokens alone.
+
+    Example:
+        >>> [round(x, 3) for x in renormalised([math.log(0.2), math.log(0.2)])]
+        [-0.693, -0.693]
+        >>> renormalised([-3.0])
+        [0.0]
+    """
+    finite = [x for x in logprobs if math.isfinite(x)]
+    if not finite:
+        return list(logprobs)
+    top = max(finite)
+    norm = top + math.log(sum(math.exp(x - top) for x in finite))
+    return [x - norm for x in logprobs]
 
 
 def check_num_beams(num_beams: int) -> None:

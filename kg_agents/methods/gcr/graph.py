@@ -46,6 +46,7 @@ from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.llm.chat import LocalChatModel
 from kg_agents.methods.gcr.adapter import load_gcr_decoder
+from kg_agents.methods.gcr.decoding import check_path_scores
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 from kg_agents.methods.gcr.nodes import (
     GCRDeps,
@@ -130,6 +131,7 @@ def create_gcr_graph(
     answer_ratio: float = 0.5,
     hops: int | str = "none",
     hop_classifier: Any = None,
+    path_scores: str = "model",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -174,11 +176,17 @@ def create_gcr_graph(
             context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the bundled one, loaded on the first question that needs it).
+        path_scores: how the decoder the graph builds (the local one, an adapter's, a ``"vllm:..."``
+            spec) scores and ranks paths: ``"model"`` (default; the paper's, transformers' beam scores)
+            or ``"trie"``: each token's log-probability renormalised over the tokens the trie allows
+            there, summed, so the forced rest of an entity's name costs nothing and a path's score is its
+            log-probability among the trie's paths (the vote then weighs each path by that probability).
+            A decoder instance given as ``decoder`` keeps its own.
 
     Raises:
-        ConfigError: an unknown ``prompt_style``, ``decide`` or prompt name, ``answer_ratio`` outside
-            (0, 1], ``adapter`` with a decoder other than
-            the local one, no adapter at ``adapter``, or a decoder whose tokenizer differs from the cache's.
+        ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores`` or prompt name,
+            ``answer_ratio`` outside (0, 1], ``adapter`` with a decoder other than the local one, no
+            adapter at ``adapter``, or a decoder whose tokenizer differs from the cache's.
 
     Example:
         >>> graph = create_gcr_graph(kg, general_llm=None, num_beams=5)                # doctest: +SKIP
@@ -190,6 +198,7 @@ def create_gcr_graph(
     if num_beams < 1 or max_hops < 1:
         raise ConfigError(f"num_beams and max_hops must be >= 1, got {num_beams}, {max_hops}")
     check_hops(hops)
+    check_path_scores(path_scores)
     check_decide(decide)
     check_ratio(answer_ratio)
     templates = prompt_templates(
@@ -201,7 +210,8 @@ def create_gcr_graph(
     else:
         general = None if general_llm is None else default_llm(general_llm)
     # the embedded decoder runs in the dtype of the embedded chat model it is given with
-    decoder = _decoder(decoder, adapter, dtype=general.dtype if isinstance(general, LocalChatModel) else None)
+    dtype = general.dtype if isinstance(general, LocalChatModel) else None
+    decoder = _decoder(decoder, adapter, dtype=dtype, path_scores=path_scores)
     if trie_cache is None:
         tokenizer = getattr(decoder, "tokenizer", None)
         if tokenizer is None:
@@ -255,7 +265,9 @@ def create_gcr_graph(
     return g.compile(checkpointer=checkpointer, name="gcr")
 
 
-def _decoder(decoder: Any, adapter: str | None, *, dtype: str | None = None) -> Any:
+def _decoder(
+    decoder: Any, adapter: str | None, *, dtype: str | None = None, path_scores: str = "model"
+) -> Any:
     """The constrained decoder: the adapter's, a spec resolved, the given one, or the local model's."""
     if adapter is not None:
         if decoder not in (None, "local"):
@@ -263,7 +275,7 @@ def _decoder(decoder: Any, adapter: str | None, *, dtype: str | None = None) -> 
                 "adapter= applies to the local decoder only; with decoder= a vLLM server or "
                 "your own decoder, merge the adapter into the model it runs instead"
             )
-        return load_gcr_decoder(adapter)
+        return load_gcr_decoder(adapter, path_scores=path_scores)
     if isinstance(decoder, str):
-        return resolve_decoder(decoder)
-    return LocalConstrainedDecoder(dtype=dtype) if decoder is None else decoder
+        return resolve_decoder(decoder, path_scores=path_scores)
+    return LocalConstrainedDecoder(dtype=dtype, path_scores=path_scores) if decoder is None else decoder

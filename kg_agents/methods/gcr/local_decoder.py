@@ -37,6 +37,7 @@ from kg_agents.methods.gcr.decoding import (
     candidates_of,
     check_num_beams,
     decoded_path,
+    default_length_penalty,
 )
 from kg_agents.methods.gcr.trie import PATH_END, PATH_START, KGTrie, path_sentence, tokenizer_signature
 
@@ -77,13 +78,23 @@ class KGTrieLogitsProcessor:
         tokenizer: the decoder's tokenizer.
         prompt_len: number of prompt tokens (the same for every beam).
         eos_token_id: the id that ends a beam.
+        renormalise: renormalise each constrained row's log-probabilities over its allowed tokens (the
+            ``"trie"`` path scores); beam search hands the processor log-probabilities.
 
     Attributes:
         calls, seconds: how often the processor ran and its total time (overhead figures).
     """
 
-    def __init__(self, trie: KGTrie | None, tokenizer: Any, prompt_len: int, eos_token_id: int) -> None:
+    def __init__(
+        self,
+        trie: KGTrie | None,
+        tokenizer: Any,
+        prompt_len: int,
+        eos_token_id: int,
+        renormalise: bool = False,
+    ) -> None:
         self.trie = trie
+        self.renormalise = renormalise
         self.tokenizer = tokenizer
         self.prompt_len = prompt_len
         self.eos = int(eos_token_id)
@@ -132,6 +143,9 @@ class KGTrieLogitsProcessor:
             if keep_r:
                 mask[keep_r, keep_c] = False
             scores = scores.masked_fill(mask, -math.inf)
+            if self.renormalise and keep_r:
+                live = sorted(set(keep_r))
+                scores[live] = torch.log_softmax(scores[live], dim=-1)
         self.seconds += time.perf_counter() - t0
         return scores
 
@@ -163,7 +177,11 @@ class LocalConstrainedDecoder(TrieDecoder):
         model: a transformers causal LM (default: the embedded SmolLM2-135M-Instruct).
         tokenizer: its tokenizer (required with ``model``).
         max_answer_tokens: at most this many tokens for a hypothesis answer.
-        length_penalty: beam search length penalty (transformers' meaning).
+        path_scores: ``"model"`` (default; the paper's, transformers' beam scores) or ``"trie"`` (each
+            token's log-probability renormalised over the tokens the trie allows there); see
+            :data:`~kg_agents.methods.gcr.decoding.PATH_SCORES`.
+        length_penalty: beam search length penalty (transformers' meaning); default 1.0 with ``"model"``
+            scores, 0.0 (a sum) with ``"trie"`` scores.
         max_unconstrained_tokens: path token budget of the unconstrained ablation (``trie=None``).
 
     Attributes:
@@ -176,10 +194,12 @@ class LocalConstrainedDecoder(TrieDecoder):
         tokenizer: Any = None,
         *,
         max_answer_tokens: int = 24,
-        length_penalty: float = 1.0,
+        path_scores: str = "model",
+        length_penalty: float | None = None,
         max_unconstrained_tokens: int = 64,
         dtype: str | None = None,
     ) -> None:
+        length_penalty = default_length_penalty(path_scores, length_penalty)
         if model is None:
             model, tokenizer = load_local_model(dtype=dtype)
         elif tokenizer is None:
@@ -187,6 +207,7 @@ class LocalConstrainedDecoder(TrieDecoder):
         self.model = model
         self.tokenizer = tokenizer
         self.max_answer_tokens = max_answer_tokens
+        self.path_scores = path_scores
         self.length_penalty = length_penalty
         self.max_unconstrained_tokens = max_unconstrained_tokens
         self.signature = tokenizer_signature(tokenizer)
@@ -244,7 +265,7 @@ class LocalConstrainedDecoder(TrieDecoder):
         plen = int(ids.shape[1])
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
-        proc = KGTrieLogitsProcessor(trie, self.tokenizer, plen, eos)
+        proc = KGTrieLogitsProcessor(trie, self.tokenizer, plen, eos, renormalise=self.path_scores == "trie")
         max_new = (trie.max_len if trie is not None else self.max_unconstrained_tokens) + 1
         t0 = time.perf_counter()
         try:
@@ -270,12 +291,14 @@ class LocalConstrainedDecoder(TrieDecoder):
                 seqs = out.sequences[:, plen:].tolist()
                 if getattr(out, "sequences_scores", None) is not None:
                     scores = out.sequences_scores.tolist()
-                else:  # num_beams=1 is greedy search: the path's mean token log-probability
+                else:  # num_beams=1 is greedy search: its log-probabilities (normalised after the trie's
+                    # mask), summed and divided like a beam's
                     trans = self.model.compute_transition_scores(
                         out.sequences, out.scores, normalize_logits=True
                     )
                     n_tok = (trans > -math.inf).sum(dim=1).clamp(min=1)
-                    scores = (trans.masked_fill(trans == -math.inf, 0).sum(dim=1) / n_tok).tolist()
+                    total = trans.masked_fill(trans == -math.inf, 0).sum(dim=1)
+                    scores = (total / n_tok**self.length_penalty).tolist()
                 found: dict[str, tuple[float, bool]] = {}
                 out_tokens = 0
                 for gen, score in zip(seqs, scores, strict=True):

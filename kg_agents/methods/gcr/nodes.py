@@ -22,8 +22,8 @@ Example (the vote: hypotheses that name the end of a verified path, the rest dro
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,20 +87,37 @@ class GCRDeps:
 
 # --------------------------------------------------------------------------- pure helpers
 def vote(decoded: list[dict[str, Any]]) -> list[str]:
-    """Hypothesis answers ranked by votes (ties: the better beam first), case-insensitively merged.
+    """Hypothesis answers ranked by votes, case-insensitively merged; ties: the better beam first.
+
+    A beam's vote weighs ``exp(score)`` relative to the best beam's (its probability share where the
+    scores are log-probabilities, as ``"trie"`` path scores are), so a likely path outvotes two unlikely
+    ones; beams without a score weigh 1 each (a count).
 
     Example:
         >>> vote([{"hypothesis": "B"}, {"hypothesis": "c"}, {"hypothesis": "C"}])
         ['c', 'B']
+        >>> vote([{"hypothesis": "B", "score": -0.1}, {"hypothesis": "c", "score": -3.0},
+        ...       {"hypothesis": "C", "score": -3.0}])
+        ['B', 'c']
     """
-    counts: Counter[str] = Counter()
+    scores: list[float | None] = [
+        float(x) if isinstance(x, int | float) and math.isfinite(x) else None
+        for x in (d.get("score") for d in decoded)
+    ]
+    finite = [x for x in scores if x is not None]
+    top = max(finite) if finite else 0.0
+    weights: dict[str, float] = {}
     first: dict[str, tuple[int, str]] = {}
     for i, d in enumerate(decoded):
+        x = scores[i]
+        if finite and x is None:
+            continue  # scored beams and one without a finite score: it carries no probability
+        w = math.exp(x - top) if x is not None else 1.0
         for a in parse_answers(str(d.get("hypothesis") or "")):
             key = a.lower()
-            counts[key] += 1
+            weights[key] = weights.get(key, 0.0) + w
             first.setdefault(key, (i, a))
-    order = sorted(counts, key=lambda k: (-counts[k], first[k][0]))
+    order = sorted(weights, key=lambda k: (-weights[k], first[k][0]))
     return [first[k][1] for k in order]
 
 

@@ -55,6 +55,8 @@ from kg_agents.methods.gcr.decoding import (
     candidates_of,
     check_num_beams,
     decoded_path,
+    default_length_penalty,
+    renormalised,
 )
 from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
 
@@ -182,6 +184,44 @@ def trie_beam_search(
     return finished[:num_beams], steps
 
 
+def trie_renormalised(
+    trie: KGTrie, sentences: Sequence[Sequence[int]], rows: Sequence[Sequence[float]], eos_token_id: int
+) -> list[list[float]]:
+    """Each sentence's token log-probabilities renormalised over the tokens the trie allows at each step
+    (``"trie"`` path scores), from the full-vocabulary ones of every sentence of the trie (each followed
+    by EOS): every allowed token at every step lies on some sentence, so its log-probability is known.
+
+    Raises:
+        ModelError: a step's allowed token has no log-probability (``sentences`` is not the whole trie).
+    """
+    seen: dict[tuple[int, ...], dict[int, float]] = {}
+    for sent, row in zip(sentences, rows, strict=True):
+        for j, lp in enumerate(row):
+            seen.setdefault(tuple(sent[:j]), {}).setdefault(sent[j], lp)
+    out = []
+    for sent, row in zip(sentences, rows, strict=True):
+        new = []
+        for j in range(len(row)):
+            prefix = tuple(sent[:j])
+            allowed = candidates_of(trie, prefix, eos_token_id)
+            try:
+                lps = [seen[prefix][t] for t in allowed]
+            except KeyError as exc:
+                raise ModelError(
+                    f"no log-probability for an allowed token after {list(prefix)[:8]}..."
+                ) from exc
+            new.append(renormalised(lps)[allowed.index(sent[j])])
+        out.append(new)
+    return out
+
+
+def _renormalising(next_logprobs: NextLogprobs) -> NextLogprobs:
+    def renormalised_logprobs(prefixes: list[tuple[int, ...]], cands: list[list[int]]) -> list[list[float]]:
+        return [renormalised(r) for r in next_logprobs(prefixes, cands)]
+
+    return renormalised_logprobs
+
+
 # --------------------------------------------------------------------------- the decoder
 def load_default_tokenizer() -> Any:
     """The embedded SmolLM2-135M-Instruct tokenizer (what :class:`~kg_agents.llm.vllm_server.VLLMServer`
@@ -205,7 +245,11 @@ class VLLMConstrainedDecoder(TrieDecoder):
         api_key: bearer token (local servers accept anything).
         timeout: seconds per HTTP request.
         max_answer_tokens: at most this many tokens for a hypothesis answer.
-        length_penalty: beam score length penalty (transformers' meaning).
+        path_scores: ``"model"`` (default; transformers' beam scores, as above) or ``"trie"`` (each token's
+            log-probability renormalised over the tokens the trie allows there, as
+            :class:`~.local_decoder.LocalConstrainedDecoder` does with the same option).
+        length_penalty: beam score length penalty (transformers' meaning); default 1.0 with ``"model"``
+            scores, 0.0 with ``"trie"`` scores.
         route: ``"auto"`` (``exact`` when the trie has at most ``score_limit`` paths, else ``beam``),
             ``"exact"`` or ``"beam"``.
         score_limit: the largest trie scored exactly under ``route="auto"``. Exact scoring costs one full
@@ -246,7 +290,8 @@ class VLLMConstrainedDecoder(TrieDecoder):
         api_key: str = "EMPTY",
         timeout: float = 300.0,
         max_answer_tokens: int = 24,
-        length_penalty: float = 1.0,
+        path_scores: str = "model",
+        length_penalty: float | None = None,
         route: Route = "auto",
         score_limit: int = 16,
         batch_size: int = 64,
@@ -266,7 +311,8 @@ class VLLMConstrainedDecoder(TrieDecoder):
         self.signature = tokenizer_signature(self.tokenizer)
         self.eos = int(self.tokenizer.eos_token_id)
         self.max_answer_tokens = max_answer_tokens
-        self.length_penalty = length_penalty
+        self.path_scores = path_scores
+        self.length_penalty = default_length_penalty(path_scores, length_penalty)
         self.route = route
         self.score_limit = score_limit
         self.batch_size = batch_size
@@ -533,16 +579,22 @@ class VLLMConstrainedDecoder(TrieDecoder):
         ]
         steps = 0
         if use == "exact":
-            sums = self.score_sentences(prompt_ids, trie.sequences)
+            sentences = [[*seq, self.eos] for seq in trie.sequences]
+            rows = self.continuation_logprobs(prompt_ids, sentences)
+            if self.path_scores == "trie":
+                rows = trie_renormalised(trie, sentences, rows, self.eos)
             scores = [
-                beam_score(s, len(seq) + 1, self.length_penalty)
-                for s, seq in zip(sums, trie.sequences, strict=True)
+                beam_score(sum(r), len(seq) + 1, self.length_penalty)
+                for r, seq in zip(rows, trie.sequences, strict=True)
             ]
             best = [(trie.sequences[i], scores[i]) for i in rank_top_k(scores, num_beams)]
         else:
+            next_logprobs = self.beam_logprobs(trie, prompt_ids)
+            if self.path_scores == "trie":
+                next_logprobs = _renormalising(next_logprobs)
             best, steps = trie_beam_search(
                 trie,
-                self.beam_logprobs(trie, prompt_ids),
+                next_logprobs,
                 num_beams,
                 self.eos,
                 length_penalty=self.length_penalty,

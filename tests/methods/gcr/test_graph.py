@@ -354,3 +354,26 @@ def test_run_context_keeps_the_factorys_num_beams(kg, context):
     assert dec.seen == [3]
     assert len(out["answers"]) <= 1 and out["answers"] == ["Ron Howard"]
     assert next(t for t in out["trace"] if t["node"] == "decode")["num_beams"] == 3
+
+
+def test_path_scores_option_reaches_the_decoders_the_graph_builds(kg):
+    from kg_agents.methods.gcr.graph import _decoder
+
+    with pytest.raises(ConfigError, match="path_scores"):
+        create_gcr_graph(kg, decoder=tiny_decoder(), general_llm=None, path_scores="vocab")
+    built = _decoder("vllm:http://127.0.0.1:9/v1", None, path_scores="trie")
+    assert built.path_scores == "trie" and built.length_penalty == 0.0
+    assert _decoder("vllm:http://127.0.0.1:9/v1", None).path_scores == "model"
+    mine = tiny_decoder()  # an instance keeps its own
+    assert _decoder(mine, None, path_scores="trie") is mine and mine.path_scores == "model"
+
+
+def test_the_vote_weighs_each_path_by_its_probability():
+    decoded = [
+        {"path": "a -> r -> b", "hypothesis": "b", "score": math.log(0.8)},
+        {"path": "a -> s -> c", "hypothesis": "c", "score": math.log(0.1)},
+        {"path": "a -> t -> c", "hypothesis": "c", "score": math.log(0.1)},
+    ]
+    assert vote(decoded) == ["b", "c"]  # a count would put c (two paths) first
+    assert vote([{k: v for k, v in d.items() if k != "score"} for d in decoded]) == ["c", "b"]
+    assert vote([{**decoded[0], "score": float("-inf")}, decoded[1]]) == ["c"]

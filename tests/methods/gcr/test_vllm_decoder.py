@@ -106,8 +106,8 @@ def test_trie_beam_search_matches_transformers_beam_search(entities, hops, k):
 class _TinyBackedDecoder(VLLMConstrainedDecoder):
     """The decoder's request layer answered by the tiny seeded model instead of a server (same maths)."""
 
-    def __init__(self, tok):
-        super().__init__("http://127.0.0.1:9/v1", tokenizer=tok, forced_runs=True)
+    def __init__(self, tok, **kw):
+        super().__init__("http://127.0.0.1:9/v1", tokenizer=tok, forced_runs=True, **kw)
         self.calls = {"runs": 0, "branches": 0}
 
     def continuation_logprobs(self, prompt_ids, continuations):
@@ -163,6 +163,32 @@ def test_generate_assembles_paths_and_answers_like_the_local_decoder():
     assert dec.last_stats["output_tokens"] == sum(d.meta["tokens"] for d in out) + 2 * len(out)
     bare = dec.generate("# Reasoning Path:\n", trie, num_beams=2, answer=False, route="beam")
     assert [d.text for d in bare] == [f"<PATH> {d.path_text} </PATH>" for d in bare]
+
+
+@pytest.mark.parametrize(("entities", "hops"), [(["Splash"], 1), (["Splash", "Tom Hanks"], 2)])
+def test_trie_path_scores_are_each_paths_probability_among_the_tries_paths(entities, hops):
+    """``path_scores="trie"``: with K = every path, the paths' probabilities sum to 1, and the vLLM
+    decoder's exact and beam routes give the local decoder's scores."""
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    local = tiny_decoder(path_scores="trie")
+    trie = build_trie(kg, entities, local.tokenizer, max_hops=hops)
+    k = len(trie)
+    prompt = "# Reasoning Path:\n"
+    out = local.generate(prompt, trie, num_beams=k, answer=False)
+    assert len(out) == k > 2
+    assert sum(math.exp(d.score) for d in out) == pytest.approx(1.0, abs=1e-3)
+    model = tiny_decoder().generate(prompt, trie, num_beams=k, answer=False)
+    assert sum(math.exp(d.score) for d in model) < 0.5  # full-vocabulary scores are no such thing
+    want = {d.path_text: d.score for d in out}
+    dec = _OfflineDecoder(local.tokenizer, path_scores="trie")
+    assert dec.length_penalty == 0.0 and local.length_penalty == 0.0
+    for route in ("exact", "beam"):
+        got = dec.generate(prompt, trie, num_beams=k, answer=False, route=route)
+        assert {d.path_text: d.score for d in got} == pytest.approx(want, abs=1e-4)
+    with pytest.raises(ConfigError, match="path_scores"):
+        tiny_decoder(path_scores="vocab")
+    with pytest.raises(ConfigError, match="path_scores"):
+        _OfflineDecoder(local.tokenizer, path_scores="vocab")
 
 
 def test_trie_beam_search_ends_when_no_beam_can_go_on():
