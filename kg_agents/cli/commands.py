@@ -66,6 +66,9 @@ __all__ = [
 ]
 
 DEMO_QUESTION = "who directed [Splash]"
+#: Methods whose ``adapter`` option is their path decoder's (gcr's KG-specialised path generator), not
+#: their chat model's: the model a run reports is the chat model as it is.
+DECODER_ADAPTER_METHODS = frozenset({"gcr"})
 
 #: Libraries whose warnings ``quiet_loading`` hides (matched against the warning's module).
 LOADING_LIBRARIES = (
@@ -168,9 +171,9 @@ class MethodSetup:
             return None
         model = self._model or resolve_model(self.model_spec, **self.model_options)
         adapter = get_method(self.name).options().get("adapter")
-        if adapter is not None:
-            # the factory's own default ("auto" or "none"); gcr's adapter, whose default is None,
-            # is its path decoder's and leaves the chat model as it is
+        # gcr's adapter is its path decoder's and leaves its chat model (the general reasoner) as it is
+        if adapter is not None and self.name not in DECODER_ADAPTER_METHODS:
+            # the factory's own default ("auto" or "none")
             default = adapter.default
             if default in ("auto", "none"):
                 model = default_llm(

@@ -81,3 +81,4 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-ge"
     assert used("graph_agent", ["adapter=none"]) == "smollm2-135m-instruct"
     assert used("gcr", ["num_beams=5"]) == "smollm2-135m-instruct"
+    assert used("gcr") == used("gcr", ["adapter=none"]) == "smollm2-135m-instruct"

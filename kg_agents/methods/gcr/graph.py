@@ -38,7 +38,7 @@ from langgraph.types import Checkpointer
 from kg_agents.core.decide import Decide, check_decide, check_ratio
 from kg_agents.core.hops import check_hops
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm
+from kg_agents.core.models import default_llm, is_metaqa
 from kg_agents.core.nodes import make_link_entities_node
 from kg_agents.core.prompts import prompt_templates
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
@@ -114,7 +114,7 @@ def create_gcr_graph(
     checkpointer: Checkpointer = None,
     general_llm: Any = _DEFAULT,
     decoder: Any = None,
-    adapter: str | None = None,
+    adapter: str | None = "auto",
     index: Any = None,
     num_beams: int = 10,
     max_hops: int = 2,
@@ -129,9 +129,9 @@ def create_gcr_graph(
     reason_prompt: str | Path | ChatPromptTemplate | None = None,
     decide: Decide = "rank",
     answer_ratio: float = 0.5,
-    hops: int | str = "none",
+    hops: int | str = "auto",
     hop_classifier: Any = None,
-    path_scores: str = "model",
+    path_scores: str = "trie",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -144,8 +144,10 @@ def create_gcr_graph(
             model in a :class:`~kg_agents.methods.gcr.local_decoder.LocalConstrainedDecoder`), or a spec for
             :func:`~kg_agents.methods.gcr.decoding.resolve_decoder`: ``"local"``, ``"vllm:http://HOST:PORT/v1"``.
         adapter: a GCR LoRA adapter for the local decoder (the fine-tuned KG-specialised model of
-            eq. 8): ``"bundled"`` or a directory from ``kg-agents train gcr``; None: the zero-shot
-            local model. Only with ``decoder`` None or ``"local"``.
+            eq. 8): ``"auto"`` (default): the bundled one on the MetaQA graph with the local decoder, none
+            elsewhere; ``"bundled"``; a directory from ``kg-agents train gcr``; ``"none"`` or None: the
+            zero-shot local model. Other than ``auto`` and ``none``, only with ``decoder`` None or
+            ``"local"``.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
@@ -172,16 +174,17 @@ def create_gcr_graph(
             integer; ``"predict"``: the question's hop count from the hop classifier
             (knowledge_navigator's); ``"auto"``: predicted on the MetaQA graph, whose question forms the
             bundled classifier was trained on (or wherever ``hop_classifier`` is given), every path of
-            1..``max_hops`` elsewhere; ``"none"`` (default): every path of 1..``max_hops`` hops. A run's
-            context may set it.
+            1..``max_hops`` elsewhere (default); ``"none"``: every path of 1..``max_hops`` hops (the
+            paper's). A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the bundled one, loaded on the first question that needs it).
         path_scores: how the decoder the graph builds (the local one, an adapter's, a ``"vllm:..."``
-            spec) scores and ranks paths: ``"model"`` (default; the paper's, transformers' beam scores)
-            or ``"trie"``: each token's log-probability renormalised over the tokens the trie allows
-            there, summed, so the forced rest of an entity's name costs nothing and a path's score is its
-            log-probability among the trie's paths (the vote then weighs each path by that probability).
-            A decoder instance given as ``decoder`` keeps its own.
+            spec) scores and ranks paths: ``"trie"`` (default): each token's log-probability
+            renormalised over the tokens the trie allows there, summed, so the forced rest of an
+            entity's name costs nothing and a path's score is its log-probability among the trie's
+            paths (the vote then weighs each path by that probability); ``"model"``: the paper's,
+            transformers' beam scores (full-vocabulary log-probabilities divided by the length). A
+            decoder instance given as ``decoder`` keeps its own.
 
     Raises:
         ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores`` or prompt name,
@@ -211,7 +214,7 @@ def create_gcr_graph(
         general = None if general_llm is None else default_llm(general_llm)
     # the embedded decoder runs in the dtype of the embedded chat model it is given with
     dtype = general.dtype if isinstance(general, LocalChatModel) else None
-    decoder = _decoder(decoder, adapter, dtype=dtype, path_scores=path_scores)
+    decoder = _decoder(decoder, _adapter_for(adapter, kg, decoder), dtype=dtype, path_scores=path_scores)
     if trie_cache is None:
         tokenizer = getattr(decoder, "tokenizer", None)
         if tokenizer is None:
@@ -263,6 +266,14 @@ def create_gcr_graph(
     g.add_edge("verify_paths", "reason")
     g.add_edge("reason", END)
     return g.compile(checkpointer=checkpointer, name="gcr")
+
+
+def _adapter_for(adapter: str | None, kg: KnowledgeGraph, decoder: Any) -> str | None:
+    """The adapter option resolved: ``auto`` is the bundled adapter on the MetaQA graph with the local
+    decoder, none elsewhere; ``none`` is None."""
+    if adapter == "auto":
+        return "bundled" if decoder in (None, "local") and is_metaqa(kg) else None
+    return None if adapter == "none" else adapter
 
 
 def _decoder(
