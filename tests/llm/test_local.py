@@ -509,8 +509,8 @@ def test_bfloat16_model_is_its_own_copy_and_ranks_like_float32(monkeypatch: pyte
 
     made: list[Any] = []
 
-    def decoder(dtype: str | None = None) -> LocalConstrainedDecoder:
-        made.append(LocalConstrainedDecoder(dtype=dtype))
+    def decoder(dtype: str | None = None, **kwargs: Any) -> LocalConstrainedDecoder:
+        made.append(LocalConstrainedDecoder(dtype=dtype, **kwargs))
         return made[-1]
 
     monkeypatch.setattr(gcr_graph, "LocalConstrainedDecoder", decoder)
@@ -533,5 +533,6 @@ def test_bfloat16_model_is_its_own_copy_and_ranks_like_float32(monkeypatch: pyte
         MemoryKG(CONTRACT_TRIPLES), llm=LocalChatModel(dtype="bfloat16", max_tokens=8), num_beams=2
     )
     assert [d.model for d in made] == [bf16]  # the graph's decoder follows its chat model's dtype
+    assert made[0].path_scores == "trie"  # and gets the graph's path scores
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["paths"] and not out.get("errors")
