@@ -30,6 +30,7 @@ __all__ = [
     "adapter_folder",
     "fit_lora",
     "is_adapter_dir",
+    "lm_loss",
     "merged_model_dir",
     "new_lora",
     "padded_batch",
@@ -80,6 +81,18 @@ def padded_batch(rows: list[tuple[list[int], int]], pad: int) -> tuple[Any, Any,
         attn[b, : len(ids)] = 1
         labels[b, plen : len(ids)] = torch.tensor(ids[plen:])
     return input_ids, attn, labels
+
+
+def lm_loss(model: Any, rows: list[tuple[list[int], int]], pad: int, device: str, bf16: bool) -> Any:
+    """The language-model loss of ``model`` on ``rows`` (one padded batch, :func:`padded_batch`) on
+    ``device``, under bfloat16 autocast when ``bf16``."""
+    import torch
+
+    input_ids, attn, labels = padded_batch(rows, pad)
+    with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+        return model(
+            input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
+        ).loss
 
 
 def fit_lora(
@@ -152,11 +165,7 @@ def fit_lora(
         order = list(range(len(rows)))
         rng.shuffle(order)
         for i in range(0, len(order), batch_size):
-            input_ids, attn, labels = padded_batch([rows[j] for j in order[i : i + batch_size]], pad)
-            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
-                loss = peft_model(
-                    input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
-                ).loss
+            loss = lm_loss(peft_model, [rows[j] for j in order[i : i + batch_size]], pad, device, bf16)
             loss.backward()
             opt.step()
             sched.step()

@@ -424,7 +424,7 @@ def train_specialist(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, get_cosine_schedule_with_warmup
 
-    from kg_agents.llm.adapters import BASE_MODEL, new_lora, padded_batch, save_adapter
+    from kg_agents.llm.adapters import BASE_MODEL, lm_loss, new_lora, save_adapter
     from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
 
     try:
@@ -561,11 +561,7 @@ def train_specialist(
                 total_loss += float(one.item())
             loss = torch.tensor(total_loss)
         else:
-            input_ids, attn, labels = padded_batch([rows[j] for j in orders[step]], pad)
-            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
-                loss = model(
-                    input_ids=input_ids.to(device), attention_mask=attn.to(device), labels=labels.to(device)
-                ).loss
+            loss = lm_loss(model, [rows[j] for j in orders[step]], pad, device, bf16)
             loss.backward()
         opt.step()
         sched.step()
