@@ -66,9 +66,9 @@ __all__ = [
 ]
 
 DEMO_QUESTION = "who directed [Splash]"
-#: Methods whose ``adapter`` option is their path decoder's (gcr's KG-specialised path generator), not
-#: their chat model's: the model a run reports is the chat model as it is.
-DECODER_ADAPTER_METHODS = frozenset({"gcr"})
+#: The option that holds a method's chat-model adapter where it is not ``adapter``: gcr's ``adapter`` is its
+#: path decoder's (the KG-specialised path generator), ``general_adapter`` its general reasoner's.
+CHAT_ADAPTER_OPTIONS = {"gcr": "general_adapter"}
 
 #: Libraries whose warnings ``quiet_loading`` hides (matched against the warning's module).
 LOADING_LIBRARIES = (
@@ -163,21 +163,21 @@ class MethodSetup:
         """The name of the chat model the graph over ``kg`` runs (None: the method uses none): the
         embedded model's name with the specialist adapter where the method's ``adapter`` option gives it
         one (``SmolLM2-135M-Instruct+metaqa`` on MetaQA by default; knowledge_navigator's own is
-        ``+metaqa-kn``)."""
+        ``+metaqa-kn``; gcr's general reasoner's is its ``general_adapter``)."""
         from kg_agents.core.models import default_llm
         from kg_agents.core.registry import get_method
 
         if self.model_spec is None:
             return None
         model = self._model or resolve_model(self.model_spec, **self.model_options)
-        adapter = get_method(self.name).options().get("adapter")
-        # gcr's adapter is its path decoder's and leaves its chat model (the general reasoner) as it is
-        if adapter is not None and self.name not in DECODER_ADAPTER_METHODS:
+        name = CHAT_ADAPTER_OPTIONS.get(self.name, "adapter")
+        adapter = get_method(self.name).options().get(name)
+        if adapter is not None:
             # the factory's own default ("auto" or "none")
             default = adapter.default
             if default in ("auto", "none"):
                 model = default_llm(
-                    model, kg=kg, adapter=self.factory_options.get("adapter", default), method=self.name
+                    model, kg=kg, adapter=self.factory_options.get(name, default), method=self.name
                 )
         return str(getattr(model, "model_name", type(model).__name__))
 

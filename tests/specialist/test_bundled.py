@@ -40,6 +40,7 @@ def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_reque
     assert explorer.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
     agent = default_llm(None, kg=metaqa, method="graph_agent")  # the explorer's: the same chain prompt
     assert agent.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
+    assert default_llm(None, kg=metaqa, method="gcr").model_name == "SmolLM2-135M-Instruct+metaqa"
     assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
 
@@ -66,7 +67,7 @@ def test_one_question_through_each_method_on_the_shipped_adapter(method, metaqa)
 
 def test_run_json_names_the_model_each_method_really_uses(metaqa):
     """``model_used`` follows each factory's own ``adapter`` default, and the method's own bundled
-    adapter; gcr's ``adapter`` is its path decoder's, which leaves its general reasoner zero-shot."""
+    adapter; gcr's ``adapter`` is its path decoder's, its ``general_adapter`` its general reasoner's."""
     from kg_agents.cli.commands import MethodSetup
 
     def used(method, settings=()):
@@ -80,5 +81,7 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     assert used("graph_agent") == "SmolLM2-135M-Instruct+metaqa-ge"  # graph_explore's
     assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-ge"
     assert used("graph_agent", ["adapter=none"]) == "smollm2-135m-instruct"
-    assert used("gcr", ["num_beams=5"]) == "smollm2-135m-instruct"
-    assert used("gcr") == used("gcr", ["adapter=none"]) == "smollm2-135m-instruct"
+    # gcr's general reasoner: the shared specialist (its general_adapter); its adapter is the decoder's
+    assert used("gcr", ["num_beams=5"]) == "SmolLM2-135M-Instruct+metaqa"
+    assert used("gcr") == used("gcr", ["adapter=none"]) == "SmolLM2-135M-Instruct+metaqa"
+    assert used("gcr", ["general_adapter=none"]) == "smollm2-135m-instruct"

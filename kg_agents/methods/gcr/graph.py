@@ -35,7 +35,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from kg_agents.core.decide import Decide, check_decide, check_ratio
+from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
 from kg_agents.core.hops import check_hops
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm, is_metaqa
@@ -62,13 +62,23 @@ from kg_agents.methods.gcr.nodes import (
 from kg_agents.methods.gcr.resolve import resolve_decoder
 from kg_agents.methods.gcr.trie import TrieCache
 
-__all__ = ["PROMPT_NAMES", "PROMPT_STYLES", "GCRContext", "GCRState", "PromptStyle", "create_gcr_graph"]
+__all__ = [
+    "CANDIDATE_TEXTS",
+    "PROMPT_NAMES",
+    "PROMPT_STYLES",
+    "GCRContext",
+    "GCRState",
+    "PromptStyle",
+    "create_gcr_graph",
+]
 
 _DEFAULT: Any = object()
 PromptStyle = Literal["zero_shot", "few_shot"]
 PROMPT_STYLES: tuple[PromptStyle, ...] = ("zero_shot", "few_shot")
 #: The bundled prompts, by the name ``prompts=`` overrides them with (``prompts/<name>.txt``).
 PROMPT_NAMES = ("decode_few_shot", "decode_zero_shot", "reason")
+#: What the general model ranks for each candidate answer (``candidate_text``).
+CANDIDATE_TEXTS = ("label", "path")
 #: At most this many final answers, unless the run's context says otherwise.
 MAX_ANSWERS = 10
 
@@ -115,6 +125,7 @@ def create_gcr_graph(
     general_llm: Any = _DEFAULT,
     decoder: Any = None,
     adapter: str | None = "auto",
+    general_adapter: str = "auto",
     index: Any = None,
     num_beams: int = 10,
     max_hops: int = 2,
@@ -132,6 +143,8 @@ def create_gcr_graph(
     hops: int | str = "auto",
     hop_classifier: Any = None,
     path_scores: str = "trie",
+    calibrate: bool = False,
+    candidate_text: str = "label",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -148,6 +161,11 @@ def create_gcr_graph(
             elsewhere; ``"bundled"``; a directory from ``kg-agents train gcr``; ``"none"`` or None: the
             zero-shot local model. Other than ``auto`` and ``none``, only with ``decoder`` None or
             ``"local"``.
+        general_adapter: the LoRA adapter of the embedded model as the general reasoner (the
+            specialist trained on gcr's answer decisions, ``kg-agents train specialist --set
+            methods=gcr``): ``"auto"`` (default: the bundled one on the MetaQA graph, the zero-shot
+            model elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from
+            ``kg-agents train specialist``; a general model of your own is used as it is.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
@@ -185,10 +203,18 @@ def create_gcr_graph(
             paths (the vote then weighs each path by that probability); ``"model"``: the paper's,
             transformers' beam scores (full-vocabulary log-probabilities divided by the length). A
             decoder instance given as ``decoder`` keeps its own.
+        calibrate: ranked route: rank each candidate by how much the question raises it, its
+            log-probability after the reasoning prompt less that after the same prompt with only the
+            question's topic entities left (one more LLM call per question; see
+            :func:`~kg_agents.core.decide.rank`).
+        candidate_text: ranked route: what the general model ranks for each candidate: ``"label"``
+            (default): its name; ``"path"``: the first verified path that reaches it (``Splash ->
+            directed_by -> Ron Howard``), so the relations that lead to it are in the option it scores.
 
     Raises:
-        ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores`` or prompt name,
-            ``answer_ratio`` outside (0, 1], ``adapter`` with a decoder other than the local one, no
+        ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores``, ``candidate_text`` or
+            prompt name, a bad ``general_adapter`` (or one with a general model other than the embedded
+            one), ``answer_ratio`` outside (0, 1], ``adapter`` with a decoder other than the local one, no
             adapter at ``adapter``, or a decoder whose tokenizer differs from the cache's.
 
     Example:
@@ -203,15 +229,23 @@ def create_gcr_graph(
     check_hops(hops)
     check_path_scores(path_scores)
     check_decide(decide)
+    check_calibrate(calibrate)
+    if candidate_text not in CANDIDATE_TEXTS:
+        raise ConfigError(f"candidate_text must be one of {CANDIDATE_TEXTS}, got {candidate_text!r}")
     check_ratio(answer_ratio)
     templates = prompt_templates(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
     mkg = MeteredKG(kg)
+    # a model, a spec such as "local" / "openai:M", or None: the local model (with its adapter)
     if general_llm is _DEFAULT:
-        general = default_llm(llm)  # a model, a spec such as "local" / "openai:M", or None: the local model
+        general = default_llm(llm, kg=kg, adapter=general_adapter, method="gcr")
     else:
-        general = None if general_llm is None else default_llm(general_llm)
+        general = (
+            None
+            if general_llm is None
+            else default_llm(general_llm, kg=kg, adapter=general_adapter, method="gcr")
+        )
     # the embedded decoder runs in the dtype of the embedded chat model it is given with
     dtype = general.dtype if isinstance(general, LocalChatModel) else None
     decoder = _decoder(decoder, _adapter_for(adapter, kg, decoder), dtype=dtype, path_scores=path_scores)
@@ -245,6 +279,8 @@ def create_gcr_graph(
             hops=hops,
         ),
         hop_classifier=hop_classifier,
+        calibrate=calibrate,
+        candidate_text=candidate_text,
     )
 
     g = StateGraph(

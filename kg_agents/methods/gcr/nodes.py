@@ -32,7 +32,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.context import run_context
-from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers
+from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers, topic_question
 from kg_agents.core.hops import check_hops, question_hops
 from kg_agents.core.metering import MeteredKG, invoke_llm, metered, record_usage
 from kg_agents.core.nodes import verified_paths_update
@@ -72,6 +72,8 @@ class GCRDeps:
         constrained: False runs the decoder without the trie (the faithfulness ablation).
         defaults: the factory's :class:`~kg_agents.methods.gcr.graph.GCRContext` (every field set).
         hop_classifier: what predicts a question's hop count for ``hops`` (None: the bundled one).
+        calibrate: the ranked route ranks each candidate by how much the question raises it (the
+            reasoning prompt with the question's words taken out is the baseline).
     """
 
     kg: MeteredKG
@@ -83,6 +85,8 @@ class GCRDeps:
     constrained: bool
     defaults: Any
     hop_classifier: Any = None
+    calibrate: bool = False
+    candidate_text: str = "label"
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -298,8 +302,17 @@ def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
         trace.update(mode="general_llm", decide=ctx.decide)
         try:
             if ctx.decide == "rank":
-                ranking = rank(deps.general, messages, ordered, role="answer", keys=ordered)
-                answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+                baseline = None
+                if deps.calibrate:  # the same paths, the question's words taken out
+                    baseline = deps.reason_template.format_messages(
+                        question=topic_question(map(deps.kg.label, topics)), paths=format_paths(decoded)
+                    )
+                texts = ordered
+                if deps.candidate_text == "path":  # each candidate as the first path reaching it
+                    texts = [candidates[lab][0].to_text(deps.kg.label) for lab in ordered]
+                ranking = rank(deps.general, messages, texts, role="answer", keys=ordered, baseline=baseline)
+                picked = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+                answers = [ordered[texts.index(t)] for t in picked]
                 trace.update(ranking.as_trace())
             else:
                 msg = invoke_llm(deps.general, messages)

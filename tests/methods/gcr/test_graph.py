@@ -377,3 +377,76 @@ def test_the_vote_weighs_each_path_by_its_probability():
     assert vote(decoded) == ["b", "c"]  # a count would put c (two paths) first
     assert vote([{k: v for k, v in d.items() if k != "score"} for d in decoded]) == ["c", "b"]
     assert vote([{**decoded[0], "score": float("-inf")}, decoded[1]]) == ["c"]
+
+
+def test_calibrate_ranks_by_how_much_the_question_raises_each_candidate(kg):
+    """The reasoner's prior (a name it finds likely whatever the question) wins the plain ranking; with
+    ``calibrate`` the baseline prompt (the question's words taken out) cancels it."""
+    prior = {"Ron Howard": -0.5, "Tom Hanks": -0.2}
+    prompts = []
+
+    def logprobs(text: str, options: list[str]) -> list[float]:
+        prompts.append(text)
+        asked = "who directed" in text  # the baseline keeps only the bracketed topic entity
+        # an option is the path to a candidate (candidate_text="path")
+        return [
+            sum(v for k, v in prior.items() if k in o) + (0.2 if asked and "Ron Howard" in o else 0.0)
+            for o in options
+        ]
+
+    def run(calibrate: bool) -> dict:
+        dec = RecordingDecoder(smollm_tokenizer())
+        g = create_gcr_graph(
+            kg, llm=FakeChat(logprobs=logprobs), decoder=dec, num_beams=6, calibrate=calibrate
+        )
+        return g.invoke(
+            {"question": "who directed Splash", "topic_entities": ["Splash"]}, context={"max_answers": 1}
+        )
+
+    plain = run(False)
+    assert plain["answers"] == ["Tom Hanks"] and len(prompts) == 1
+    prompts.clear()
+    out = run(True)
+    assert out["answers"] == ["Ron Howard"] and grounded(out)
+    assert len(prompts) == 2 and "who directed" not in prompts[1] and "[Splash]" in prompts[1]
+    assert prompts[0].split("# Question")[0] == prompts[1].split("# Question")[0]  # the same paths
+    reason = next(t for t in out["trace"] if t["node"] == "reason")
+    assert reason["calibrated"] is True
+    assert out["usage"]["llm_calls"] == plain["usage"]["llm_calls"] + 1
+    with pytest.raises(ConfigError, match="calibrate"):
+        create_gcr_graph(kg, decoder=RecordingDecoder(smollm_tokenizer()), calibrate="yes")
+
+
+@pytest.mark.parametrize("candidate_text", ["path", "label"])
+def test_the_general_model_ranks_each_candidate_as_its_path_or_its_name(kg, candidate_text):
+    seen: list[list[str]] = []
+
+    def logprobs(text: str, options: list[str]) -> list[float]:
+        seen.append(options)
+        return [-1.0 if "Tom Hanks" in o else -2.0 for o in options]
+
+    g = create_gcr_graph(
+        kg,
+        llm=FakeChat(logprobs=logprobs),
+        decoder=RecordingDecoder(smollm_tokenizer()),
+        candidate_text=candidate_text,
+        answer_ratio=1.0,
+    )
+    out = g.invoke({"question": "who starred in Splash", "topic_entities": ["Splash"]})
+    assert out["answers"] == ["Tom Hanks"] and grounded(out)  # a label, whatever was ranked
+    expected = {
+        "path": ["Splash -> directed_by -> Ron Howard", "Splash -> starred_actors -> Tom Hanks"],
+        "label": ["Ron Howard", "Tom Hanks"],
+    }[candidate_text]
+    assert seen == [expected]
+    with pytest.raises(ConfigError, match="candidate_text"):
+        create_gcr_graph(kg, decoder=RecordingDecoder(smollm_tokenizer()), candidate_text="names")
+
+
+def test_the_general_adapter_is_for_the_embedded_model_only(kg):
+    with pytest.raises(ConfigError, match="embedded model"):
+        create_gcr_graph(
+            kg, llm=FakeChat(), decoder=RecordingDecoder(smollm_tokenizer()), general_adapter="specialist"
+        )
+    with pytest.raises(ConfigError, match="adapter"):
+        create_gcr_graph(kg, decoder=RecordingDecoder(smollm_tokenizer()), general_adapter="")
