@@ -161,11 +161,11 @@ def create_gcr_graph(
             elsewhere; ``"bundled"``; a directory from ``kg-agents train gcr``; ``"none"`` or None: the
             zero-shot local model. Other than ``auto`` and ``none``, only with ``decoder`` None or
             ``"local"``.
-        general_adapter: the LoRA adapter of the embedded model as the general reasoner (the
-            specialist trained on gcr's answer decisions, ``kg-agents train specialist --set
-            methods=gcr``): ``"auto"`` (default: the bundled one on the MetaQA graph, the zero-shot
+        general_adapter: the LoRA adapter of the embedded model as the general reasoner:
+            ``"auto"`` (default: the shared bundled specialist on the MetaQA graph, the zero-shot
             model elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from
-            ``kg-agents train specialist``; a general model of your own is used as it is.
+            ``kg-agents train specialist`` (``--set methods=gcr`` learns gcr's own answer decisions); a
+            general model of your own is used as it is.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
