@@ -237,15 +237,12 @@ def create_gcr_graph(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
     mkg = MeteredKG(kg)
-    # a model, a spec such as "local" / "openai:M", or None: the local model (with its adapter)
-    if general_llm is _DEFAULT:
-        general = default_llm(llm, kg=kg, adapter=general_adapter, method="gcr")
-    else:
-        general = (
-            None
-            if general_llm is None
-            else default_llm(general_llm, kg=kg, adapter=general_adapter, method="gcr")
-        )
+    # general_llm=None: the vote; else a model, a spec ("local", "openai:M") or None for llm: the local
+    # model (with its adapter)
+    general = None
+    if general_llm is not None:
+        spec = llm if general_llm is _DEFAULT else general_llm
+        general = default_llm(spec, kg=kg, adapter=general_adapter, method="gcr")
     # the embedded decoder runs in the dtype of the embedded chat model it is given with
     dtype = general.dtype if isinstance(general, LocalChatModel) else None
     decoder = _decoder(decoder, _adapter_for(adapter, kg, decoder), dtype=dtype, path_scores=path_scores)

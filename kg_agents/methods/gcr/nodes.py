@@ -74,6 +74,8 @@ class GCRDeps:
         hop_classifier: what predicts a question's hop count for ``hops`` (None: the bundled one).
         calibrate: the ranked route ranks each candidate by how much the question raises it (the
             reasoning prompt with the question's words taken out is the baseline).
+        candidate_text: what the ranked route ranks for each candidate: its ``label``, or its first
+            ``path``.
     """
 
     kg: MeteredKG
