@@ -222,7 +222,12 @@ def _row_tokens(row: Any) -> int:
 
 
 def _load_questions(
-    questions: str | None, kg_file: str | None, hops: list[int], limit: int, seed: int
+    questions: str | None,
+    kg_file: str | None,
+    hops: list[int],
+    limit: int,
+    seed: int,
+    hop_limits: dict[str, int] | None = None,
 ) -> Any:
     from kg_agents.eval.datasets import load_metaqa
     from kg_agents.kg import open_kg
@@ -236,7 +241,8 @@ def _load_questions(
     if kg_file:
         raise ConfigError("kg= needs questions= (your own questions over your own KG)")
     kg = open_kg("metaqa")
-    return kg, [q for h in hops for q in load_metaqa(h, "train", seed=seed, limit=limit)]
+    per_hop = hop_limits or {}
+    return kg, [q for h in hops for q in load_metaqa(h, "train", seed=seed, limit=per_hop.get(str(h), limit))]
 
 
 #: The settings that decide the training decisions (the rest only change the optimisation).
@@ -244,6 +250,7 @@ DATA_SETTINGS = (
     "methods",
     "hops",
     "limit",
+    "hop_limits",
     "kg",
     "questions",
     "max_hops",
@@ -273,6 +280,26 @@ def _init_folder(init: str) -> FsPath | None:
     if not init:
         return None
     return adapter_folder(BUNDLED_SPECIALIST if init == "specialist" else init)
+
+
+def _hop_limits(spec: str, hops: Sequence[int]) -> dict[str, int]:
+    """``"1=1200,2=150"`` as a dict keyed by the hop set (a string, as the JSON record keeps it); a
+    malformed entry, a hop set not in ``hops`` or a negative limit is a :class:`ConfigError`."""
+    limits: dict[str, int] = {}
+    for item in (x.strip() for x in str(spec or "").split(",")):
+        if not item:
+            continue
+        key, sep, value = (x.strip() for x in item.partition("="))
+        try:
+            hop, n = int(key), int(value)
+        except ValueError:
+            hop, n = -1, -1
+        if not sep or n < 0:
+            raise ConfigError(f"hop_limits entries are HOPS=N (N >= 0), got {item!r}")
+        if hop not in hops:
+            raise ConfigError(f"hop_limits names the hop set {key!r}, which is not in hops={hops}")
+        limits[str(hop)] = n
+    return limits
 
 
 def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
@@ -314,7 +341,12 @@ def _training_decisions(
             return decisions, Counter(saved["counts"]), saved["data_seconds"]
     t0 = time.perf_counter()
     kg_obj, qs = _load_questions(
-        settings["questions"], settings["kg"], settings["hops"], settings["limit"], settings["seed"]
+        settings["questions"],
+        settings["kg"],
+        settings["hops"],
+        settings["limit"],
+        settings["seed"],
+        settings["hop_limits"],
     )
     examples, counts = collect_examples(
         kg_obj, qs, settings["methods"], max_hops=settings["max_hops"], gold_paths=settings["gold_paths"]
@@ -347,6 +379,7 @@ def train_specialist(
     methods: str = DEFAULT_METHODS,
     hops: str = "1,2,3",
     limit: int = 100,
+    hop_limits: str = "",
     kg: str | None = None,
     questions: str | None = None,
     max_hops: int = 3,
@@ -378,6 +411,9 @@ def train_specialist(
         methods: comma-separated registered methods whose decisions are learnt.
         hops: MetaQA hop sets to draw training questions from (the seeded dev-train split).
         limit: questions per hop set (or from ``questions``).
+        hop_limits: per-hop-set limits instead of ``limit``, as ``HOPS=N`` separated by commas
+            (``1=1200,2=150,3=150``: many 1-hop questions, and a few of the others so that their
+            decisions are rehearsed); MetaQA's hop sets only, not with ``questions``.
         kg, questions: your own KG file and questions file instead of MetaQA (see ``kg-agents eval
             --kg/--questions`` for the formats).
         max_hops: longest gold path.
@@ -441,6 +477,9 @@ def train_specialist(
     if max_options < 2:
         raise ConfigError(f"max_options must be at least 2, got {max_options}")
     limits = _role_limits(role_limits, method_list)
+    per_hop = _hop_limits(hop_limits, hop_list)
+    if per_hop and questions:
+        raise ConfigError("hop_limits picks MetaQA's hop sets; with questions= use limit")
     _check_gold_paths(gold_paths)
     start_from = _init_folder(init)
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
@@ -449,6 +488,7 @@ def train_specialist(
         "methods": method_list,
         "hops": hop_list,
         "limit": limit,
+        "hop_limits": per_hop,
         "kg": kg,
         "questions": questions,
         "max_hops": max_hops,

@@ -155,6 +155,24 @@ def test_bad_options_are_config_errors(user_files, tmp_path):
             train_specialist(**{**opts, "role_limits": bad})
     with pytest.raises(ConfigError, match="gold_paths"):
         train_specialist(**{**opts, "gold_paths": "longest"})
+    metaqa = {**opts, "questions": None, "kg": None, "hops": "1,2"}
+    for bad in ("1", "1=-2", "one=5", "1=many", "3=10"):
+        with pytest.raises(ConfigError, match="hop_limits"):
+            train_specialist(**{**metaqa, "hop_limits": bad})
+    with pytest.raises(ConfigError, match="with questions= use limit"):
+        train_specialist(**{**opts, "hop_limits": "1=5"})
+
+
+def test_hop_limits_give_each_metaqa_hop_set_its_own_count():
+    from kg_agents.eval.datasets import load_metaqa
+    from kg_agents.specialist.train import _hop_limits, _load_questions
+
+    limits = _hop_limits(" 2=3 ,", [1, 2])
+    assert limits == {"2": 3}
+    _, qs = _load_questions(None, None, [1, 2], 5, 0, limits)
+    assert [q.hops for q in qs] == [1] * 5 + [2] * 3
+    # the same seeded questions as each hop set's own split, the first N of it
+    assert [q.id for q in qs[5:]] == [q.id for q in load_metaqa(2, "train", seed=0, limit=3)]
 
 
 def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
@@ -166,6 +184,7 @@ def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
         methods=methods,
         hops=[1],
         limit=0,
+        hop_limits={},
         kg=kg,
         questions=qs,
         max_hops=3,
