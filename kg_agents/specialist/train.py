@@ -282,23 +282,32 @@ def _init_folder(init: str) -> FsPath | None:
     return adapter_folder(BUNDLED_SPECIALIST if init == "specialist" else init)
 
 
-def _hop_limits(spec: str, hops: Sequence[int]) -> dict[str, int]:
-    """``"1=1200,2=150"`` as a dict keyed by the hop set (a string, as the JSON record keeps it); a
-    malformed entry, a hop set not in ``hops`` or a negative limit is a :class:`ConfigError`."""
-    limits: dict[str, int] = {}
+def _limit_entries(spec: str, option: str, form: str) -> list[tuple[str, int, str]]:
+    """The ``KEY=N`` entries of ``spec`` (separated by commas) as ``(key, N, entry)``; an entry without
+    ``=`` or with N not an integer >= 0 is a :class:`ConfigError` naming ``option`` and its ``form``."""
+    entries = []
     for item in (x.strip() for x in str(spec or "").split(",")):
         if not item:
             continue
         key, sep, value = (x.strip() for x in item.partition("="))
         try:
-            hop, n = int(key), int(value)
+            n = int(value)
         except ValueError:
-            hop, n = -1, -1
+            n = -1
         if not sep or n < 0:
-            raise ConfigError(f"hop_limits entries are HOPS=N (N >= 0), got {item!r}")
-        if hop not in hops:
+            raise ConfigError(f"{option} entries are {form}=N (N >= 0), got {item!r}")
+        entries.append((key, n, item))
+    return entries
+
+
+def _hop_limits(spec: str, hops: Sequence[int]) -> dict[str, int]:
+    """``"1=1200,2=150"`` as a dict keyed by the hop set (a string, as the JSON record keeps it); a
+    malformed entry, a hop set not in ``hops`` or a negative limit is a :class:`ConfigError`."""
+    limits: dict[str, int] = {}
+    for key, n, _ in _limit_entries(spec, "hop_limits", "HOPS"):
+        if not key.isdigit() or int(key) not in hops:
             raise ConfigError(f"hop_limits names the hop set {key!r}, which is not in hops={hops}")
-        limits[str(hop)] = n
+        limits[str(int(key))] = n
     return limits
 
 
@@ -306,16 +315,9 @@ def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
     """``"graph_explore/end=700,graph_agent/action=500"`` as a dict; a malformed entry, an unknown role,
     a method not trained or a negative limit is a :class:`ConfigError`."""
     limits: dict[str, int] = {}
-    for item in (x.strip() for x in str(spec or "").split(",")):
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
+    for key, n, item in _limit_entries(spec, "role_limits", "METHOD/ROLE"):
         method, slash, role = (x.strip() for x in key.partition("/"))
-        try:
-            n = int(value)
-        except ValueError:
-            n = -1
-        if not sep or not slash or not role or n < 0:
+        if not slash or not role:
             raise ConfigError(f"role_limits entries are METHOD/ROLE=N (N >= 0), got {item!r}")
         if role not in ROLES:
             raise ConfigError(f"role_limits names the role {role!r}; roles: {', '.join(ROLES)}")
