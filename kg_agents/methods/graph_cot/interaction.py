@@ -824,22 +824,43 @@ class ExploreInteraction(Interaction):
         found: list[Triple],
         seen: list[str],
         then: str | None = None,
+        before: frozenset[str] = frozenset(),
     ) -> None:
         """Follow the ``chosen`` relations of ``ent``, pruning each one's neighbours (entity pruning),
         into ``found`` and ``seen``; truncations and pruning fallbacks go in ``rec``.
 
+        ``before``: the entities the branch reached before this level. A neighbour among them is no
+        step forward (the film a writer was reached from, when the question asks for the writer's other
+        films; answers never are those entities): it is left out before the pruning, unless every
+        neighbour is one (counted in ``rec["turned_back"]``).
+
         ``then``: the relation chain's next relation. A neighbour without it is off the chain (a film
-        with no genre, for a chain that asks its genre next): it is left out before the pruning, unless
-        no neighbour has it (counted in ``rec["off_chain"]``)."""
+        with no genre, for a chain that asks its genre next), and so is one whose only neighbours by it
+        are ``before`` and ``ent`` (a writer whose only film is the one the walk came from): it is left
+        out before the pruning, unless no neighbour goes on (counted in ``rec["off_chain"]``)."""
         for rel in chosen:
             tl = self.kg.neighbors(ent, *toolbox_relation(rel), limit=self.fanout_limit)
             if tl.truncated:
                 rec["truncated"].append(f"{ent} {rel}")
             tails = list(tl)
+            forward = [t for t in tails if t.other(ent) not in before]
+            if forward and len(forward) < len(tails):
+                rec.setdefault("turned_back", {})[f"{ent} {rel}"] = len(tails) - len(forward)
+                tails = forward
             if then is not None and tails:
-                # one read for every neighbour: which of them have the next relation
-                nxt = self.kg.neighbors_many([t.other(ent) for t in tails], *toolbox_relation(then), limit=1)
-                on_chain = [t for t in tails if nxt.get(t.other(ent))]
+                # one read for every neighbour: which of them go on by the next relation to a node the
+                # walk has not been at (one more neighbour read than there are such nodes suffices)
+                back = before | {ent}
+                nxt = self.kg.neighbors_many(
+                    [t.other(ent) for t in tails],
+                    *toolbox_relation(then),
+                    limit=min(len(back) + 1, self.fanout_limit),
+                )
+                on_chain = [
+                    t
+                    for t in tails
+                    if any(x.other(t.other(ent)) not in back for x in nxt.get(t.other(ent)) or [])
+                ]
                 if on_chain and len(on_chain) < len(tails):
                     rec.setdefault("off_chain", {})[f"{ent} {rel}"] = len(tails) - len(on_chain)
                     tails = on_chain
@@ -901,6 +922,7 @@ class ExploreInteraction(Interaction):
                 break
             depth += 1
             rec: dict[str, Any] = {"level": level, "entities": todo, "relations": {}, "truncated": []}
+            before = frozenset(seen)  # reached before this level: no step forward (see _follow)
             plan = branch.get("plan") or []
             planned = then = None
             if 0 < depth <= len(plan):  # the ranked chain's relation at this depth, for every entity
@@ -915,7 +937,7 @@ class ExploreInteraction(Interaction):
                 if planned is not None:
                     # an entity without the chain's relation is not on the chain: nothing to follow
                     rec["relations"][ent] = chosen = [planned] if planned in rels else []
-                    self._follow(ent, chosen, question, settings, rec, found, seen, then)
+                    self._follow(ent, chosen, question, settings, rec, found, seen, then, before)
                     continue
                 rel_prompt = self.prompts["explore_prune_relations"].format_messages(
                     question=question,
@@ -933,7 +955,7 @@ class ExploreInteraction(Interaction):
                     msg = invoke_llm(self.model, rel_prompt)
                     chosen = match_relations(parse_bracket_list(str(msg.content)), rels)[: self.max_relations]
                 rec["relations"][ent] = chosen
-                self._follow(ent, chosen, question, settings, rec, found, seen)
+                self._follow(ent, chosen, question, settings, rec, found, seen, before=before)
             trace.append(rec)
             if walk:  # the walk's length decides, not the model
                 rec["end"], rec["end_by"] = depth >= walk, "hops"

@@ -389,20 +389,20 @@ def test_explore_tot_and_got_counts():
     assert llm.calls[THOUGHT] == 4 == paper_generation_calls(2, 1, 2)
     assert llm.calls[VOTE] == 2 and llm.calls[FINAL] == 1
     # level 1 explores Splash (one tail: no entity pruning); level 2 goes on from the newly seen Ron Howard
-    # (Splash is visited), whose ~directed_by has two tails: one entity pruning each
+    # (Splash is visited), whose ~directed_by has two tails, one of them Splash, which the walk came
+    # from: that one is left out (no step forward), so one tail is left and no entity is pruned
     assert dict(llm.calls) == {
         THOUGHT: 4,
         EXTRACT: 4,
         PRUNE_REL: 4,
-        PRUNE_ENT: 2,
         END_Q: 4,
         VOTE: 2,
         FINAL: 1,
     }
-    assert out["usage"]["llm_calls"] == 21
-    assert [t["search"][0]["entities"] for t in _trace(out, "expand")] == [["Splash"]] * 2 + [
-        ["Ron Howard"]
-    ] * 2
+    assert out["usage"]["llm_calls"] == 19
+    searches = [t["search"][0] for t in _trace(out, "expand")]
+    assert [s["entities"] for s in searches] == [["Splash"]] * 2 + [["Ron Howard"]] * 2
+    assert [s.get("turned_back") for s in searches[2:]] == [{"Ron Howard ~directed_by": 1}] * 2
     assert out["answers"] == ["Ron Howard"]
 
     llm = text_chat(explore_rules(lambda p: "I need the director of Splash."))
@@ -932,6 +932,63 @@ def test_a_neighbour_without_the_chain_s_next_relation_is_left_out_before_the_pr
     llm = FakeChat(rules=explore_rules(lambda p: "I need the films."), logprobs=scores, tools=False)
     out = create_graph_explore_graph(kg, llm=llm, max_steps=3, hops=2, relation_chain=False).invoke(question)
     assert "off_chain" not in _trace(out, "expand")[0]["search"][0]
+
+
+def test_the_walk_does_not_turn_back_to_the_nodes_it_came_from():
+    from kg_agents.kg import MemoryKG
+
+    kg = MemoryKG(
+        [
+            ("Saturn", "written_by", "John Barry"),
+            ("Saturn", "written_by", "Martin Amis"),
+            ("Moon", "written_by", "Jo Lone"),  # Jo Lone wrote Moon alone: a dead end for the chain
+            ("Moon", "written_by", "Al Two"),
+            ("Sun", "written_by", "Al Two"),
+            ("Sun", "written_by", "Bea Co"),
+        ]
+    )
+
+    def scores(text: str, options: list[str]) -> list[float]:
+        if ", then " in options[0]:  # the chain: the films written, then their writers
+            return [0.0 if o == "reverse of written by, then written by" else -5.0 for o in options]
+        # entity pruning keeps the name the question gives (a small model's habit), then Jo Lone
+        return [0.0 if ("John Barry" in o or "Jo Lone" in o) else -9.0 for o in options]
+
+    def ask(question: str, topic: str) -> dict:
+        llm = FakeChat(rules=explore_rules(lambda p: "I need the co-writers."), logprobs=scores, tools=False)
+        g = create_graph_explore_graph(kg, llm=llm, max_steps=3, hops=2, keep_entities=1)
+        return g.invoke({"question": question, "topic_entities": [topic]})
+
+    # the film's writers are John Barry, whom the walk came from, and Martin Amis: only Martin Amis is a
+    # step forward, so the pruning does not take the walk back to the question's own entity
+    out = ask("which screenwriters co-wrote films with [John Barry]", "John Barry")
+    second = _trace(out, "expand")[1]["search"][0]
+    assert second["turned_back"] == {"Saturn written_by": 1}
+    assert out["answers"] == ["Martin Amis"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "John Barry -> ~written_by -> Saturn -> written_by -> Martin Amis"
+    ]
+    # from a film, a 3-hop walk (its writers' other films): Jo Lone wrote only Moon, so the chain's next
+    # relation leads Jo Lone back to Moon alone; Jo Lone is off the chain before the pruning
+    llm = FakeChat(
+        rules=explore_rules(lambda p: "I need the writers."),
+        logprobs=lambda text, options: (
+            [0.0 if o == "written by, then reverse of written by, then written by" else -5.0 for o in options]
+            if ", then " in options[0]
+            else [0.0 if ("Jo Lone" in o or "Sun" in o) else -9.0 for o in options]
+        ),
+        tools=False,
+    )
+    g = create_graph_explore_graph(kg, llm=llm, max_steps=4, hops=3, keep_entities=1)
+    out = g.invoke(
+        {"question": "who co-wrote the films of the writers of [Moon]", "topic_entities": ["Moon"]}
+    )
+    first = _trace(out, "expand")[0]["search"][0]
+    assert first["off_chain"] == {"Moon written_by": 1}
+    assert out["answers"] == ["Bea Co"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Moon -> written_by -> Al Two -> ~written_by -> Sun -> written_by -> Bea Co"
+    ]
 
 
 def test_no_relation_chain_for_one_hop_or_on_the_papers_route():
