@@ -32,12 +32,12 @@ BUNDLED_SPECIALIST = Path(__file__).resolve().parent.parent / "specialist" / "ch
 #: knowledge_navigator's was trained with the shared one's options on data that followed each question's
 #: hop count (``gold_paths=hops``), which taught its relation votes the question's chain; graph_explore's
 #: went on from the shared one (``init=specialist``) on graph_explore's decisions alone, its relation
-#: chains among them; graph_agent shares graph_explore's, whose relation chain it ranks with the same
-#: prompt (``relation_chain``).
+#: chains among them; graph_agent's went on from graph_explore's (whose chain prompt it ranks with, its
+#: ``relation_chain``) on graph_agent's chains, one relation long at 1 hop among them.
 BUNDLED_SPECIALISTS = {
     "knowledge_navigator": BUNDLED_SPECIALIST.parent / "metaqa-kn",
     "graph_explore": BUNDLED_SPECIALIST.parent / "metaqa-ge",
-    "graph_agent": BUNDLED_SPECIALIST.parent / "metaqa-ge",
+    "graph_agent": BUNDLED_SPECIALIST.parent / "metaqa-ga",
 }
 
 ADAPTER_FORMS = (

@@ -53,8 +53,9 @@ def _check_gold_paths(value: str) -> None:
 DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_rag,dualr"
 
 
-#: The methods that rank a whole relation chain at 2 hops or more (their ``relation_chain`` option); the
-#: teacher runs them twice, once per hop and once for the chains (see :func:`collect_examples`).
+#: The methods that rank a whole relation chain (their ``relation_chain`` option: graph_agent from 1 hop,
+#: the others from 2); the teacher runs them twice, once per hop and once for the chains (see
+#: :func:`collect_examples`).
 CHAIN_METHODS = ("graph_agent", "graph_explore", "knowledge_navigator")
 
 
@@ -116,9 +117,9 @@ def collect_examples(
             # the chain prompt as a specialist sees it: without the zero-shot model's worked example
             chain_options = {"plan_example": False, **kwargs, "relation_chain": True}
             graph = create_graph(method, kg, llm=chain_teacher, **chain_options)
-            # the chain is ranked for walks of 2 hops or more (the unreachable were counted above)
-            chained = [q for q in qs if (hops_of(q) or 0) >= 2]
-            counts[f"{method}/failed"] += _teach(graph, chain_teacher, chained, hops_of)[1]
+            # every question again (the unreachable were counted above): a method that ranks no chain
+            # for a walk's length (graph_explore and knowledge_navigator at 1 hop) records nothing there
+            counts[f"{method}/failed"] += _teach(graph, chain_teacher, qs, hops_of)[1]
             examples.extend(chain_teacher.examples)
             for k, v in chain_teacher.counts.items():
                 if k.startswith("chain"):

@@ -38,8 +38,8 @@ def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_reque
     assert own.model_name == "SmolLM2-135M-Instruct+metaqa-kn"
     explorer = default_llm(None, kg=metaqa, method="graph_explore")
     assert explorer.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
-    agent = default_llm(None, kg=metaqa, method="graph_agent")  # the explorer's: the same chain prompt
-    assert agent.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
+    agent = default_llm(None, kg=metaqa, method="graph_agent")  # its own, from the explorer's
+    assert agent.model_name == "SmolLM2-135M-Instruct+metaqa-ga"
     assert default_llm(None, kg=metaqa, method="gcr").model_name == "SmolLM2-135M-Instruct+metaqa"
     assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
@@ -78,8 +78,8 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     assert used("knowledge_navigator", ["adapter=none"]) == "smollm2-135m-instruct"
     assert used("graph_explore") == "SmolLM2-135M-Instruct+metaqa-ge"  # its own adapter too
     assert used("graph_rag") == "SmolLM2-135M-Instruct+metaqa"
-    assert used("graph_agent") == "SmolLM2-135M-Instruct+metaqa-ge"  # graph_explore's
-    assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-ge"
+    assert used("graph_agent") == "SmolLM2-135M-Instruct+metaqa-ga"  # its own, from graph_explore's
+    assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-ga"
     assert used("graph_agent", ["adapter=none"]) == "smollm2-135m-instruct"
     # gcr's general reasoner: the shared specialist (its general_adapter); its adapter is the decoder's
     assert used("gcr", ["num_beams=5"]) == "SmolLM2-135M-Instruct+metaqa"

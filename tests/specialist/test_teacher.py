@@ -312,6 +312,17 @@ def test_the_teacher_labels_the_agent_s_relation_chain_with_the_explorer_s_promp
     assert [ex.chat for ex in explorer if ex.role == "chain"] == [chains[0].chat]
     assert counts["graph_agent/action"] >= 1  # the first pass's steps that had a choice
     assert all(ex.role in ("action", "chain") for ex in examples)
+    # at 1 hop the agent's chain is one relation (the explorer ranks none there)
+    one = type(
+        "Q1", (), {"id": Q1[0], "question": Q1[1], "topic_entities": Q1[2], "answers": Q1[3], "hops": 1}
+    )
+    examples, counts = collect_examples(kg, [one()], ["graph_agent"], options={"graph_agent": {"hops": 1}})
+    chains = [ex for ex in examples if ex.role == "chain"]
+    assert len(chains) == 1 and {chains[0].replies[i] for i in chains[0].right} == {"directed by"}
+    explorer, counts = collect_examples(
+        kg, [one()], ["graph_explore"], options={"graph_explore": {"hops": 1}}
+    )
+    assert counts["graph_explore/chain"] == 0 and not [ex for ex in explorer if ex.role == "chain"]
 
 
 def test_the_teacher_labels_the_navigator_s_relation_chain(kg):

@@ -193,10 +193,11 @@ def create_graph_agent_graph(
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec (``"local"``, ``"openai:<model>"``); None: the
             embedded local model.
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
-            MetaQA graph, graph_explore's, which learnt the relation chain the agent ranks; zero-shot
-            elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a folder from ``kg-agents train
-            specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: graph_agent's own bundled
+            specialist, ``kg_agents/specialist/checkpoints/metaqa-ga``, on the MetaQA graph, which went on
+            from graph_explore's and learnt the relation chain the agent ranks, one relation at 1 hop;
+            zero-shot elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from
+            ``kg-agents train specialist``; a model of your own is used as it is.
         prompts: overrides of the bundled prompts by name (``agent_step``, ``agent_tools``,
             ``explore_plan_relations``, ``select_vote``, ``score_vote``, ``merge``, ``final_answer``):
             template text, file path or template; an unknown name is a ``ConfigError``.
@@ -238,8 +239,8 @@ def create_graph_agent_graph(
             ``"none"``. The papers' route (``decide="generate"``) ignores it. A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the bundled one, loaded on the first question that needs it).
-        relation_chain: with a walk length of 2 hops or more (ranked route), rank the relations as one
-            chain of that length once the start node is retrieved (graph_explore's prompt
+        relation_chain: with a walk length (ranked route; 1 hop too, a chain of one relation), rank the
+            relations as one chain of that length once the start node is retrieved (graph_explore's prompt
             ``explore_plan_relations``; calibrated, except with a specialist adapter), and offer at each
             hop only the ``NeighborCheck`` along the chain's relation, on the nodes that have it (default;
             a departure from the paper, whose agent picks each relation). False: the agent ranks every

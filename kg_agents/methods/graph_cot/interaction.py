@@ -223,9 +223,9 @@ class Interaction:
         prompts: the templates by name (:func:`load_prompts`).
         max_context_triples: at most this many triples shown in a prompt.
         temperature: sampling temperature of candidate thoughts when k > 1; None leaves the model's own.
-        relation_chain: on the ranked route with a walk length of 2 hops or more, rank the relations as
-            one chain of that length, once, from the chain's start (:meth:`_plan`); each hop then takes
-            the chain's relation.
+        relation_chain: on the ranked route with a walk length (the agent: 1 hop or more; the explorer:
+            2 hops or more), rank the relations as one chain of that length, once, from the chain's start
+            (:meth:`_plan`); each hop then takes the chain's relation.
         chain_calibrate: rank the chains calibrated (each chain's score less its score when the question
             is only the entity).
         chain_example: show the chain prompt's worked example (for chains longer than the example's).
@@ -493,13 +493,13 @@ class AgentInteraction(Interaction):
     def think_ranked(self, branch: dict[str, Any], question: str, settings: dict[str, Any]) -> Any:
         """The next step chosen by ranking :meth:`action_options` (candidate ``j`` takes the j-th best).
 
-        With ``relation_chain`` and a walk of 2 hops or more, the step after the start is reached first
-        ranks the relation chain from it (:meth:`Interaction._plan`, once per chain); the hops then follow
-        it."""
+        With ``relation_chain`` and a walk length (1 hop too: a chain of one relation), the step after the
+        start is reached first ranks the relation chain from it (:meth:`Interaction._plan`, once per
+        chain); the hops then follow it."""
         walk = settings.get("walk_hops")
         steps = branch.get("steps") or []
         plan, plan_trace = branch.get("plan"), None
-        if self.relation_chain and walk and int(walk) >= 2 and plan is None and steps:
+        if self.relation_chain and walk and int(walk) >= 1 and plan is None and steps:
             info: dict[str, Any] = {}
             plan = self._plan(question, agent_frontier(branch)[: self.max_actions], int(walk), info)
             plan_trace = info.get("plan")

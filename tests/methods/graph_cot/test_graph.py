@@ -1083,6 +1083,33 @@ def test_ranked_agent_follows_a_relation_chain_ranked_once():
     assert out["answers"] != ["Steve Martin"]
 
 
+def test_ranked_agent_ranks_a_chain_of_one_relation_at_one_hop():
+    # at 1 hop the chain is one relation, ranked with the chain prompt (as at 2 and 3 hops) instead of
+    # the NeighborCheck actions: the chain prompt prefers written_by, an action ranking the actors
+    def scores(text: str, options: list[str]) -> list[float]:
+        if text.rstrip().endswith("Relation chain:"):  # the chain, and its calibration prompt
+            if "Question: [Splash]" in text:
+                return [0.0] * len(options)
+            return [0.0 if o == "written by" else -5.0 for o in options]
+        return [0.0 if "starred" in o else -9.0 for o in options]
+
+    question = {"question": "who wrote [Splash]", "topic_entities": ["Splash"]}
+    llm = FakeChat(logprobs=scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, hops=1, calibrate=False).invoke(question)
+    steps = _trace(out, "expand")
+    assert [s["action"] for s in steps[:2]] == ["RetrieveNode[Splash]", "NeighborCheck[Splash, written_by]"]
+    assert steps[1]["plan"]["chosen"] == ["written_by"] and steps[-1]["action"].startswith("Finish[")
+    assert llm.calls["logprobs"] == 2  # the chain and its calibration; each later step has one option
+    assert out["answers"] and all(p.hops[0].relation == "written_by" for p in out["paths"])
+    # relation_chain=False: the agent ranks its NeighborCheck actions at 1 hop, as the paper's agent does
+    llm = FakeChat(logprobs=scores, tools=False)
+    out = create_graph_agent_graph(KG, llm=llm, hops=1, calibrate=False, relation_chain=False).invoke(
+        question
+    )
+    steps = _trace(out, "expand")
+    assert steps[1]["action"] == "NeighborCheck[Splash, starred_actors]" and "plan" not in steps[1]
+
+
 def test_agent_chain_offers_every_relation_where_no_node_has_the_chain_s_next_one():
     from kg_agents.kg import MemoryKG
     from tests.methods.graph_cot.helpers import agent_interaction
