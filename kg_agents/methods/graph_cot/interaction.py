@@ -499,7 +499,7 @@ class AgentInteraction(Interaction):
         walk = settings.get("walk_hops")
         steps = branch.get("steps") or []
         plan, plan_trace = branch.get("plan"), None
-        if self.relation_chain and walk and int(walk) >= 1 and plan is None and steps:
+        if self.relation_chain and walk and plan is None and steps:
             info: dict[str, Any] = {}
             plan = self._plan(question, agent_frontier(branch)[: self.max_actions], int(walk), info)
             plan_trace = info.get("plan")
@@ -851,15 +851,13 @@ class ExploreInteraction(Interaction):
                 # one read for every neighbour: which of them go on by the next relation to a node the
                 # walk has not been at (one more neighbour read than there are such nodes suffices)
                 back = before | {ent}
-                nxt = self.kg.neighbors_many(
-                    [t.other(ent) for t in tails],
-                    *toolbox_relation(then),
-                    limit=min(len(back) + 1, self.fanout_limit),
-                )
+                heads = [t.other(ent) for t in tails]
+                limit = min(len(back) + 1, self.fanout_limit)
+                nxt = self.kg.neighbors_many(heads, *toolbox_relation(then), limit=limit)
                 on_chain = [
                     t
-                    for t in tails
-                    if any(x.other(t.other(ent)) not in back for x in nxt.get(t.other(ent)) or [])
+                    for t, h in zip(tails, heads, strict=True)
+                    if any(x.other(h) not in back for x in nxt.get(h) or [])
                 ]
                 if on_chain and len(on_chain) < len(tails):
                     rec.setdefault("off_chain", {})[f"{ent} {rel}"] = len(tails) - len(on_chain)
