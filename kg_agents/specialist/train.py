@@ -48,8 +48,10 @@ def _check_gold_paths(value: str) -> None:
         raise ConfigError(f"gold_paths must be one of {', '.join(GOLD_PATHS)}, got {value!r}")
 
 
-#: The methods whose decisions the specialist learns (gcr's general reasoner is left out: its training
-#: run would need the beam decoder for every question; its path generator has its own adapter).
+#: The methods whose decisions the specialist learns by default. gcr's general reasoner is left out: its
+#: data needs gcr's beam search for every training question (``methods=gcr``, its K set with
+#: ``method_options=gcr.num_beams=5``; its bundled adapter was made so); its path generator has its own
+#: adapter.
 DEFAULT_METHODS = "knowledge_navigator,graph_explore,graph_agent,graph_rag,text_rag,dualr"
 
 
@@ -258,6 +260,7 @@ DATA_SETTINGS = (
     "gold_paths",
     "max_per_role",
     "role_limits",
+    "method_options",
     "seed",
     "split",
     "data_version",
@@ -312,6 +315,31 @@ def _hop_limits(spec: str, hops: Sequence[int]) -> dict[str, int]:
     return limits
 
 
+def _method_options(spec: str, methods: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``"gcr.num_beams=5,graph_explore.width=3"`` as ``{method: {option: value}}``, each value typed by
+    the method's factory; a malformed entry, a method not in ``methods`` or an option its factory does
+    not take is a :class:`ConfigError`."""
+    from kg_agents.core.registry import get_method
+    from kg_agents.options import keyword_options, parse_options
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in (x.strip() for x in str(spec or "").split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        method, dot, name = key.strip().partition(".")
+        if not sep or not dot or not method or not name.strip():
+            raise ConfigError(f"method_options entries are METHOD.OPTION=VALUE, got {item!r}")
+        if method not in methods:
+            raise ConfigError(f"method_options names {method!r}, which is not in methods={','.join(methods)}")
+        factory = get_method(method).load()
+        parsed = parse_options(
+            [f"{name.strip()}={value.strip()}"], keyword_options(factory), what=f"method {method!r}"
+        )
+        out.setdefault(method, {}).update(parsed)
+    return out
+
+
 def _role_limits(spec: str, methods: Sequence[str]) -> dict[str, int]:
     """``"graph_explore/end=700,graph_agent/action=500"`` as a dict; a malformed entry, an unknown role,
     a method not trained or a negative limit is a :class:`ConfigError`."""
@@ -352,7 +380,12 @@ def _training_decisions(
         settings["hop_limits"],
     )
     examples, counts = collect_examples(
-        kg_obj, qs, settings["methods"], max_hops=settings["max_hops"], gold_paths=settings["gold_paths"]
+        kg_obj,
+        qs,
+        settings["methods"],
+        max_hops=settings["max_hops"],
+        options=settings["method_options"],
+        gold_paths=settings["gold_paths"],
     )
     rng = random.Random(settings["seed"])
     by_key: dict[tuple[str, str], list[Example]] = {}
@@ -389,6 +422,7 @@ def train_specialist(
     gold_paths: str = "hops",
     max_per_role: int = 400,
     role_limits: str = "",
+    method_options: str = "",
     rights_per_decision: int = 3,
     objective: str = "rank",
     max_options: int = 8,
@@ -427,6 +461,9 @@ def train_specialist(
             volume drowns the others.
         role_limits: per-role limits instead of ``max_per_role``, as ``METHOD/ROLE=N`` separated by commas
             (``graph_explore/end=700``): more decisions for a role the model finds hard.
+        method_options: the methods' factory options while the teacher runs them, as
+            ``METHOD.OPTION=VALUE`` separated by commas (``gcr.num_beams=5``: the K the adapter will
+            answer with), each typed by the method's factory.
         rights_per_decision: right replies trained per decision (several gold answers, say; the ``lm``
             objective).
         objective: ``rank`` (default): the listwise loss of :func:`rank_loss`, a softmax over each
@@ -480,6 +517,7 @@ def train_specialist(
     if max_options < 2:
         raise ConfigError(f"max_options must be at least 2, got {max_options}")
     limits = _role_limits(role_limits, method_list)
+    per_method = _method_options(method_options, method_list)
     per_hop = _hop_limits(hop_limits, hop_list)
     if per_hop and questions:
         raise ConfigError("hop_limits picks MetaQA's hop sets; with questions= use limit")
@@ -498,6 +536,7 @@ def train_specialist(
         "gold_paths": gold_paths,
         "max_per_role": max_per_role,
         "role_limits": limits,
+        "method_options": per_method,
         "rights_per_decision": rights_per_decision,
         "objective": objective,
         "max_options": max_options,

@@ -191,6 +191,7 @@ def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
         gold_paths="hops",
         max_per_role=400,
         role_limits={},
+        method_options={},
         seed=0,
         split="train",
         data_version=DATA_VERSION,
@@ -212,6 +213,48 @@ def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
         if (d.method, d.role) not in {("graph_rag", "answer"), ("knowledge_navigator", "relation")}
     ]
     assert len(capped) == len(rest) + 1  # the other roles keep every decision
+
+
+def test_method_options_reach_the_methods_the_teacher_runs(user_files, tmp_path):
+    from kg_agents.specialist.train import DATA_VERSION, _method_options, _training_decisions
+
+    kg, qs = user_files
+    methods = ["graph_rag", "knowledge_navigator"]
+    # typed by the method's factory
+    assert _method_options(" graph_rag.fanout_limit=50 , graph_rag.decide=generate", methods) == {
+        "graph_rag": {"fanout_limit": 50, "decide": "generate"}
+    }
+    for bad in ("graph_rag=3", "graph_rag.=3", ".decide=rank", "gcr.num_beams=5", "graph_rag.beams=5"):
+        with pytest.raises(ConfigError):
+            _method_options(bad, methods)
+    with pytest.raises(ConfigError, match="fanout_limit"):
+        _method_options("graph_rag.fanout_limit=many", methods)
+    settings = dict(
+        methods=methods,
+        hops=[1],
+        limit=0,
+        hop_limits={},
+        kg=kg,
+        questions=qs,
+        max_hops=3,
+        gold_paths="hops",
+        max_per_role=400,
+        role_limits={},
+        method_options={},
+        seed=0,
+        split="train",
+        data_version=DATA_VERSION,
+    )
+    ranked, counts, _ = _training_decisions(tmp_path / "ranked", settings)
+    assert counts["graph_rag/answer"] > 0 and not counts["graph_rag/free_text"]
+    # graph_rag writing its answer: no ranked decision of its own to learn, the other method untouched
+    generated, counts, _ = _training_decisions(
+        tmp_path / "generated",
+        {**settings, "method_options": _method_options("graph_rag.decide=generate", methods)},
+    )
+    assert counts["graph_rag/free_text"] > 0 and not counts["graph_rag/answer"]
+    assert {d.method for d in generated} == {"knowledge_navigator"}
+    assert len(generated) == sum(d.method == "knowledge_navigator" for d in ranked)
 
 
 def _base_model():
