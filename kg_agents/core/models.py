@@ -2,7 +2,8 @@
 
 On the MetaQA graph the embedded model runs with a bundled specialist adapter (LoRA trained by
 ``kg-agents train specialist`` on MetaQA's dev-train questions to rank every decision the methods ask of it):
-knowledge_navigator's own (:data:`BUNDLED_SPECIALISTS`), the shared one for every other method;
+a method's own where it has one (:data:`BUNDLED_SPECIALISTS`: knowledge_navigator, graph_explore,
+graph_agent and gcr's general reasoner), the shared one for every other method;
 ``adapter="none"`` gives the zero-shot model, ``adapter=DIR`` an adapter of your own.
 """
 
@@ -33,11 +34,14 @@ BUNDLED_SPECIALIST = Path(__file__).resolve().parent.parent / "specialist" / "ch
 #: hop count (``gold_paths=hops``), which taught its relation votes the question's chain; graph_explore's
 #: went on from the shared one (``init=specialist``) on graph_explore's decisions alone, its relation
 #: chains among them; graph_agent's went on from graph_explore's (whose chain prompt it ranks with, its
-#: ``relation_chain``) on graph_agent's chains, one relation long at 1 hop among them.
+#: ``relation_chain``) on graph_agent's chains, one relation long at 1 hop among them; gcr's general
+#: reasoner's went on from the shared one on gcr's answer decisions, each training question decoded by
+#: gcr's beam search (K = 5).
 BUNDLED_SPECIALISTS = {
     "knowledge_navigator": BUNDLED_SPECIALIST.parent / "metaqa-kn",
     "graph_explore": BUNDLED_SPECIALIST.parent / "metaqa-ge",
     "graph_agent": BUNDLED_SPECIALIST.parent / "metaqa-ga",
+    "gcr": BUNDLED_SPECIALIST.parent / "metaqa-gcr",
 }
 
 ADAPTER_FORMS = (

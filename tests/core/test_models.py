@@ -38,8 +38,8 @@ def test_auto_picks_the_bundled_specialist_on_metaqa_only():
     assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist") == str(BUNDLED_SPECIALIST)
 
 
-@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore", "graph_agent"])
-def test_the_chain_methods_have_their_own_bundled_specialists(method):
+@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore", "graph_agent", "gcr"])
+def test_these_methods_have_their_own_bundled_specialists(method):
     own = BUNDLED_SPECIALISTS[method]
     assert (own / "adapter_config.json").is_file() and own != BUNDLED_SPECIALIST
     metaqa = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
@@ -50,8 +50,7 @@ def test_the_chain_methods_have_their_own_bundled_specialists(method):
     for other in ("graph_rag", "text_rag", "dualr", None):  # every other method: the shared one
         assert specialist_for(metaqa, "auto", other) == str(BUNDLED_SPECIALIST)
     # each has its own (graph_agent's went on from graph_explore's, whose chain prompt it ranks)
-    chain_methods = ("knowledge_navigator", "graph_explore", "graph_agent")
-    assert len({BUNDLED_SPECIALISTS[m] for m in chain_methods}) == 3
+    assert len({BUNDLED_SPECIALISTS[m] for m in BUNDLED_SPECIALISTS}) == len(BUNDLED_SPECIALISTS) == 4
 
 
 @pytest.mark.parametrize("bad", ["", "bogus-folder", 3, None])

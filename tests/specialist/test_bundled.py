@@ -40,7 +40,8 @@ def test_the_embedded_model_runs_the_specialist_on_metaqa_and_zero_shot_on_reque
     assert explorer.model_name == "SmolLM2-135M-Instruct+metaqa-ge"
     agent = default_llm(None, kg=metaqa, method="graph_agent")  # its own, from the explorer's
     assert agent.model_name == "SmolLM2-135M-Instruct+metaqa-ga"
-    assert default_llm(None, kg=metaqa, method="gcr").model_name == "SmolLM2-135M-Instruct+metaqa"
+    # gcr's general reasoner: its own, trained on gcr's answer decisions over K = 5 decoded paths
+    assert default_llm(None, kg=metaqa, method="gcr").model_name == "SmolLM2-135M-Instruct+metaqa-gcr"
     assert default_llm("local", kg=metaqa, adapter="none").model_name == "smollm2-135m-instruct"
     assert default_llm(None, kg=open_kg("pq-2h")).model_name == "smollm2-135m-instruct"
 
@@ -65,6 +66,20 @@ def test_one_question_through_each_method_on_the_shipped_adapter(method, metaqa)
     assert set(out["answers"]) <= ends and all(verify_path(metaqa, p) for p in out["paths"])
 
 
+def test_one_question_through_gcr_s_general_reasoner_on_its_shipped_adapter(metaqa):
+    from kg_agents.methods.gcr import create_gcr_graph
+
+    graph = create_gcr_graph(metaqa, general_adapter="specialist", num_beams=3)
+    assert graph.get_graph() is not None
+    out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert not out.get("errors"), out.get("errors")
+    reason = [t for t in out["trace"] if t.get("node") == "reason"][-1]
+    assert reason["mode"] == "general_llm" and out["usage"]["llm_calls"] >= 2  # decoded, then ranked
+    ends = {metaqa.label(p.end) for p in out["paths"]}
+    assert out["answers"] and set(out["answers"]) <= ends
+    assert all(verify_path(metaqa, p) for p in out["paths"])
+
+
 def test_run_json_names_the_model_each_method_really_uses(metaqa):
     """``model_used`` follows each factory's own ``adapter`` default, and the method's own bundled
     adapter; gcr's ``adapter`` is its path decoder's, its ``general_adapter`` its general reasoner's."""
@@ -81,7 +96,8 @@ def test_run_json_names_the_model_each_method_really_uses(metaqa):
     assert used("graph_agent") == "SmolLM2-135M-Instruct+metaqa-ga"  # its own, from graph_explore's
     assert used("graph_agent", ["adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-ga"
     assert used("graph_agent", ["adapter=none"]) == "smollm2-135m-instruct"
-    # gcr's general reasoner: the shared specialist (its general_adapter); its adapter is the decoder's
-    assert used("gcr", ["num_beams=5"]) == "SmolLM2-135M-Instruct+metaqa"
-    assert used("gcr") == used("gcr", ["adapter=none"]) == "SmolLM2-135M-Instruct+metaqa"
+    # gcr's general reasoner: its own (its general_adapter); its adapter is the decoder's
+    assert used("gcr", ["num_beams=5"]) == "SmolLM2-135M-Instruct+metaqa-gcr"
+    assert used("gcr") == used("gcr", ["adapter=none"]) == "SmolLM2-135M-Instruct+metaqa-gcr"
+    assert used("gcr", ["general_adapter=specialist"]) == "SmolLM2-135M-Instruct+metaqa-gcr"
     assert used("gcr", ["general_adapter=none"]) == "smollm2-135m-instruct"

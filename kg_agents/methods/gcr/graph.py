@@ -162,10 +162,11 @@ def create_gcr_graph(
             zero-shot local model. Other than ``auto`` and ``none``, only with ``decoder`` None or
             ``"local"``.
         general_adapter: the LoRA adapter of the embedded model as the general reasoner:
-            ``"auto"`` (default: the shared bundled specialist on the MetaQA graph, the zero-shot
-            model elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from
-            ``kg-agents train specialist`` (``--set methods=gcr`` learns gcr's own answer decisions); a
-            general model of your own is used as it is.
+            ``"auto"`` (default: gcr's own bundled specialist on the MetaQA graph, trained on its answer
+            decisions over K = 5 decoded paths; the zero-shot model elsewhere), ``"specialist"`` (that
+            one), ``"none"`` (zero-shot) or a folder from ``kg-agents train specialist`` (``--set
+            methods=gcr`` learns gcr's own answer decisions); a general model of your own is used as it
+            is.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
