@@ -286,13 +286,16 @@ def _init_folder(init: str) -> FsPath | None:
     return adapter_folder(BUNDLED_SPECIALIST if init == "specialist" else init)
 
 
+def _items(spec: str) -> list[str]:
+    """The non-empty entries of a comma-separated option, stripped."""
+    return [x for x in (y.strip() for y in str(spec or "").split(",")) if x]
+
+
 def _limit_entries(spec: str, option: str, form: str) -> list[tuple[str, int, str]]:
     """The ``KEY=N`` entries of ``spec`` (separated by commas) as ``(key, N, entry)``; an entry without
     ``=`` or with N not an integer >= 0 is a :class:`ConfigError` naming ``option`` and its ``form``."""
     entries = []
-    for item in (x.strip() for x in str(spec or "").split(",")):
-        if not item:
-            continue
+    for item in _items(spec):
         key, sep, value = (x.strip() for x in item.partition("="))
         try:
             n = int(value)
@@ -323,9 +326,7 @@ def _method_options(spec: str, methods: Sequence[str]) -> dict[str, dict[str, An
     from kg_agents.options import keyword_options, parse_options
 
     out: dict[str, dict[str, Any]] = {}
-    for item in (x.strip() for x in str(spec or "").split(",")):
-        if not item:
-            continue
+    for item in _items(spec):
         key, sep, value = item.partition("=")
         method, dot, name = key.strip().partition(".")
         if not sep or not dot or not method or not name.strip():

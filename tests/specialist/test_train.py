@@ -175,12 +175,12 @@ def test_hop_limits_give_each_metaqa_hop_set_its_own_count():
     assert [q.id for q in qs[5:]] == [q.id for q in load_metaqa(2, "train", seed=0, limit=3)]
 
 
-def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
-    from kg_agents.specialist.train import DATA_VERSION, _role_limits, _training_decisions
+def _data_settings(user_files, methods):
+    """The data settings of a run on the user files' questions, as ``train_specialist`` writes them."""
+    from kg_agents.specialist.train import DATA_VERSION
 
     kg, qs = user_files
-    methods = ["graph_rag", "knowledge_navigator"]
-    settings = dict(
+    return dict(
         methods=methods,
         hops=[1],
         limit=0,
@@ -196,6 +196,13 @@ def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
         split="train",
         data_version=DATA_VERSION,
     )
+
+
+def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
+    from kg_agents.specialist.train import _role_limits, _training_decisions
+
+    methods = ["graph_rag", "knowledge_navigator"]
+    settings = _data_settings(user_files, methods)
     free, counts, _ = _training_decisions(tmp_path / "free", settings)
     assert {(d.method, d.role) for d in free} >= {
         ("graph_rag", "answer"),
@@ -216,9 +223,8 @@ def test_role_limits_cap_one_role_and_leave_the_others(user_files, tmp_path):
 
 
 def test_method_options_reach_the_methods_the_teacher_runs(user_files, tmp_path):
-    from kg_agents.specialist.train import DATA_VERSION, _method_options, _training_decisions
+    from kg_agents.specialist.train import _method_options, _training_decisions
 
-    kg, qs = user_files
     methods = ["graph_rag", "knowledge_navigator"]
     # typed by the method's factory
     assert _method_options(" graph_rag.fanout_limit=50 , graph_rag.decide=generate", methods) == {
@@ -229,22 +235,7 @@ def test_method_options_reach_the_methods_the_teacher_runs(user_files, tmp_path)
             _method_options(bad, methods)
     with pytest.raises(ConfigError, match="fanout_limit"):
         _method_options("graph_rag.fanout_limit=many", methods)
-    settings = dict(
-        methods=methods,
-        hops=[1],
-        limit=0,
-        hop_limits={},
-        kg=kg,
-        questions=qs,
-        max_hops=3,
-        gold_paths="hops",
-        max_per_role=400,
-        role_limits={},
-        method_options={},
-        seed=0,
-        split="train",
-        data_version=DATA_VERSION,
-    )
+    settings = _data_settings(user_files, methods)
     ranked, counts, _ = _training_decisions(tmp_path / "ranked", settings)
     assert counts["graph_rag/answer"] > 0 and not counts["graph_rag/free_text"]
     # graph_rag writing its answer: no ranked decision of its own to learn, the other method untouched
