@@ -1,5 +1,5 @@
 """The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``demo``, ``train``, ``build-tries``,
-``pack``, ``version``.
+``synth``, ``pack``, ``version``.
 
 Examples::
 
@@ -11,6 +11,7 @@ Examples::
     kg-agents eval --compare runs/llm_only-1hop runs/graph_rag-1hop --chart compare.png
     kg-agents train dualr --set epochs=3
     kg-agents build-tries --dataset metaqa-2hop --hops 2 --out tries/metaqa-2hop
+    kg-agents synth pq-2h --out runs/synth-pq --n 500
     kg-agents pack show auto --kg metaqa
 
 ``--set KEY=VALUE`` (repeatable) sets one of the method's factory options or a field of its per-run
@@ -55,6 +56,7 @@ __all__ = [
     "cmd_demo",
     "cmd_eval",
     "cmd_methods",
+    "cmd_synth",
     "cmd_train",
     "cmd_version",
     "format_update",
@@ -532,6 +534,13 @@ def cmd_build_tries(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synth(args: argparse.Namespace) -> int:
+    """Questions from a KG alone (the body is :func:`kg_agents.synth.cli.synth_command`)."""
+    from kg_agents.synth.cli import synth_command
+
+    return synth_command(args)
+
+
 def cmd_version(args: argparse.Namespace) -> int:
     from kg_agents import __version__
 
@@ -661,6 +670,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=cmd_build_tries)
 
+    from kg_agents.synth.cli import add_synth_arguments
+
+    s = add_parser("synth", help="synthesise questions with their answers from a KG alone")
+    add_synth_arguments(s)
+    s.set_defaults(func=cmd_synth)
+
     from kg_agents.packs.cli import add_pack_commands
 
     add_pack_commands(add_parser("pack", help="show, list or register KG packs (see docs/packs.md)"))
@@ -698,6 +713,10 @@ def interrupted_message(args: argparse.Namespace, argv: Sequence[str]) -> str:
         if resumes:
             return f"kg-agents: interrupted; to resume from the last checkpoint, run: {again}"
         return f"kg-agents: interrupted; this trainer does not resume; to train again, run: {again}"
+    if args.cmd == "synth":
+        return (
+            f"kg-agents: interrupted; synth writes its files at the end (stats.json last); run again: {again}"
+        )
     if args.cmd == "build-tries":
         return f"kg-agents: interrupted; the tries built so far are kept; to resume, run: {again}"
     return "kg-agents: interrupted"

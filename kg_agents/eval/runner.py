@@ -91,11 +91,17 @@ def gold_sets(q: Any) -> list[list[str]]:
     """The gold answers of ``q`` as alias lists.
 
     PathQuestion questions (``meta["answer"]`` set) list one answer and its aliases, so their
-    ``answers`` form one alias list; otherwise every answer is its own gold answer.
+    ``answers`` form one alias list. Questions that give each answer's label (``meta["answer_labels"]``,
+    one per answer, as synthesised questions do) accept an answer's id or its label. Otherwise every
+    answer is its own gold answer.
     """
     meta = getattr(q, "meta", None) or {}
     if "answer" in meta:
         return [list(q.answers)]
+    labels = meta.get("answer_labels")
+    if isinstance(labels, list) and len(labels) == len(q.answers):
+        pairs = zip(q.answers, (str(x) for x in labels), strict=True)
+        return [[a, label] if label != a else [a] for a, label in pairs]
     return [[a] for a in q.answers]
 
 

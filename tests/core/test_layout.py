@@ -112,6 +112,7 @@ FORBIDDEN = {
         "kg_agents.tools",
         "kg_agents.cli",
         "kg_agents.specialist",
+        "kg_agents.synth",
     ),
     "kg_agents.core": (
         "kg_agents.methods",
@@ -124,6 +125,7 @@ FORBIDDEN = {
     "kg_agents.tools": ("kg_agents.methods", "kg_agents.eval", "kg_agents.cli", "kg_agents.specialist"),
     "kg_agents.methods": ("kg_agents.cli", "kg_agents.specialist"),
     "kg_agents.specialist": ("kg_agents.cli",),
+    "kg_agents.synth": ("kg_agents.methods", "kg_agents.tools", "kg_agents.cli", "kg_agents.specialist"),
     "kg_agents.files": ("kg_agents.",),
     "kg_agents.errors": ("kg_agents.",),
     "kg_agents.untrusted": ("kg_agents.",),

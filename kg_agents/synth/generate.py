@@ -1,0 +1,639 @@
+"""``synthesise``: questions with complete answer sets from a knowledge graph alone.
+
+The procedure, deterministic for a seed (everything is sorted before a seeded RNG draws from it; no
+hash or set order):
+
+1. **Labels.** One pass over ``kg.iter_labels()`` (at most ``max_entities``) finds the entities whose
+   label can stand in brackets for a topic: not empty, no bracket, no line break, no surrounding space,
+   at most 100 characters, not an IRI, and unique after the evaluation's normalisation
+   (:func:`kg_agents.eval.metrics.normalize_answer`).
+2. **Relation paths** (:func:`~kg_agents.synth.schemas.sample_relation_paths`): seeded random walks from
+   those entities; a walk never goes on through a hub. A path found from fewer than ``min_topics``
+   distinct topics is left out.
+3. **Chains.** Each hop count gets its share of ``n`` (``hop_mix``); its relation paths take turns (in a
+   seeded order each round), each turn trying its topics until one passes every filter, so that no path
+   gets more than about ``quota / paths`` questions while others still have topics. The filters, each
+   counted in ``stats["filters"]`` under its name, in the order they apply:
+
+   - ``duplicate_path``: the same topic and relation path as a question already made;
+   - ``topic_hub``: the topic has more than ``max_degree`` triples;
+   - ``exceeds_cap``: executing the path hit ``cap`` (a frontier of more than ``cap`` entities, or an
+     entity with more than ``cap`` neighbours along a step), so the exact answer set is unknown;
+   - ``backtrack``: the path goes straight back (a step ``r`` then ``~r`` that only returns to where the
+     path was one step before);
+   - ``answer_is_topic``: the path only leads back to the topic (the topic is never an answer);
+   - ``no_answers``: the path reaches nothing;
+   - ``too_many_answers``: more than ``max_answers`` answers;
+   - ``intermediate_hub``: an entity the path passes through has more than ``max_degree`` triples;
+   - ``answer_label``: an answer's label is empty after normalisation, so no answer could match it;
+     with ``unique_answer_labels=True`` also when another entity outside the answer set has the same
+     normalised label (the evaluation would take that entity's name for the answer; by default such
+     answers are kept, since two entities of one name are one answer to a reader, and on a graph whose
+     tags repeat people's names the stricter rule leaves out every well-known person);
+   - ``answer_leak``: every form of the path names an answer in the question;
+   - ``duplicate_question``: every form gives a question text already made.
+
+4. **Conjunctions** (``kinds`` with ``"conjunction"``): a chain of 1 or 2 hops from one topic with at
+   least two answers, one of its answers, and a second topic one hop from that answer; the answers are
+   the intersection of the two chains' sets, which must hold 1 to ``max_answers`` entities and be smaller
+   than each set (``not_narrower`` counts the pairs that fail). Their hops are the longer chain's.
+5. **Phrasing** (:mod:`kg_agents.synth.phrase`): one form per question drawn by a seeded RNG, among the
+   path's generic forms or, with ``paraphrase=True``, the model's rewrites that passed their checks (one
+   model call per relation path).
+6. **Split.** Within each kind and hop count, questions are ordered by a keyed hash of their topics and
+   relation path; the first ``validation_fraction`` go to validation. A question is unique on its topics
+   and relation path, so no (topic, path) is in both splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kg_agents.errors import ConfigError
+from kg_agents.eval.metrics import normalize_answer
+from kg_agents.kg.base import KnowledgeGraph, verify_path
+from kg_agents.synth.labels import TopicLabels, read_topic_labels
+from kg_agents.synth.phrase import fill_form, forms_for, generic_forms, paraphrase_forms
+from kg_agents.synth.questions import QUESTION_KINDS, SynthQuestion, SynthResult
+from kg_agents.synth.schemas import (
+    CONJUNCTION_SEPARATOR,
+    DEFAULT_CAP,
+    MAX_WALKS,
+    PathSchema,
+    RelationPath,
+    Step,
+    Walk,
+    check_hops,
+    format_relation_path,
+    gold_path,
+    parse_relation_path,
+    sample_relation_paths,
+    walk,
+)
+
+__all__ = ["FILTERS", "SYNTHESISED_KINDS", "check_chain", "synthesise"]
+
+#: The kinds :func:`synthesise` makes (``constraint`` is in the vocabulary, not made yet).
+SYNTHESISED_KINDS = ("chain", "conjunction")
+#: The filters' names in ``stats["filters"]``, in the order they apply (see the module docstring).
+FILTERS = (
+    "duplicate_path",
+    "topic_hub",
+    "exceeds_cap",
+    "backtrack",
+    "answer_is_topic",
+    "no_answers",
+    "too_many_answers",
+    "intermediate_hub",
+    "answer_label",
+    "not_narrower",
+    "answer_leak",
+    "duplicate_question",
+)
+
+
+def _quotas(total: int, weights: Mapping[Any, float]) -> dict[Any, int]:
+    """``total`` split by ``weights`` (largest remainder, ties by key order)."""
+    s = sum(weights.values())
+    raw = {k: total * w / s for k, w in weights.items()}
+    out = {k: math.floor(v) for k, v in raw.items()}
+    left = total - sum(out.values())
+    for k in sorted(raw, key=lambda k: (-(raw[k] - out[k]), str(k)))[:left]:
+        out[k] += 1
+    return out
+
+
+def _mix(
+    mix: Mapping[Any, float] | Sequence[float] | None, keys: Sequence[Any], what: str
+) -> dict[Any, float]:
+    if mix is None:
+        return {k: 1.0 for k in keys}
+    if not isinstance(mix, Mapping):
+        if len(mix) != len(keys):
+            raise ConfigError(f"{what} gives {len(mix)} weights for {len(keys)} values {list(keys)}")
+        mix = dict(zip(keys, mix, strict=True))
+    unknown = sorted(str(k) for k in mix if k not in keys)
+    if unknown:
+        raise ConfigError(f"{what} names {', '.join(unknown)}, not among {list(keys)}")
+    weights = {k: float(mix.get(k, 0.0)) for k in keys}
+    if any(w < 0 or math.isnan(w) for w in weights.values()) or sum(weights.values()) <= 0:
+        raise ConfigError(f"{what} needs non-negative weights with a positive sum, got {dict(mix)}")
+    return weights
+
+
+def _split_key(seed: int, topics: Sequence[str], path: str) -> str:
+    text = "\x1f".join([str(seed), *topics, path])
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@dataclass
+class _Draft:
+    kind: str
+    walks: tuple[Walk, ...]
+    answers: tuple[str, ...]
+    relation_path: str
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(w.topic for w in self.walks)
+
+    @property
+    def hops(self) -> int:
+        return max(len(w.steps) for w in self.walks)
+
+
+class _Synth:
+    """One run's state: the KG, its settings, the filters' counts, what was made."""
+
+    def __init__(self, kg: KnowledgeGraph, labels: TopicLabels, rng: random.Random, **settings: Any) -> None:
+        self.kg, self.labels, self.rng = kg, labels, rng
+        self.max_answers: int = settings["max_answers"]
+        self.max_degree: int = settings["max_degree"]
+        self.cap: int = settings["cap"]
+        self.unique_labels: bool = settings["unique_answer_labels"]
+        self.filters: Counter[str] = Counter()
+        self.seen: set[tuple[tuple[str, ...], str]] = set()
+        self.good = set(labels.topics)
+        self.walks: dict[tuple[str, RelationPath], Walk | str] = {}
+        self.degrees: dict[str, int] = {}
+
+    def degree(self, e: str) -> int:
+        if e not in self.degrees:
+            self.degrees[e] = self.kg.degree(e, direction="both")
+        return self.degrees[e]
+
+    def checked_walk(self, topic: str, steps: RelationPath) -> Walk | str:
+        """The walk of ``steps`` from ``topic``, or the name of the first filter it fails (memoised)."""
+        key = (topic, steps)
+        if key not in self.walks:
+            self.walks[key] = self._check(topic, steps)
+        return self.walks[key]
+
+    def _check(self, topic: str, steps: RelationPath) -> Walk | str:
+        if self.degree(topic) > self.max_degree:
+            return "topic_hub"
+        w = walk(self.kg, topic, steps, self.cap)
+        if w is None:
+            return "exceeds_cap"
+        if w.backtrack:
+            return "backtrack"
+        if not w.answers:
+            return "answer_is_topic" if w.raw_last == {topic} else "no_answers"
+        if any(self.degree(e) > self.max_degree for e in sorted(w.intermediates)):
+            return "intermediate_hub"
+        return w
+
+    def ambiguous(self, answers: Iterable[str]) -> bool:
+        ans = set(answers)
+        for a in sorted(ans):
+            norm = normalize_answer(self.kg.label(a))
+            if not norm:
+                return True
+            if self.unique_labels and any(o not in ans for o in self.labels.shared.get(norm, ())):
+                return True
+        return False
+
+    def check_chain(self, topic: str, steps: RelationPath) -> Walk | str:
+        """The walk of a chain question, or the name of the first filter it fails."""
+        w = self.checked_walk(topic, steps)
+        if isinstance(w, str):
+            return w
+        if len(w.answers) > self.max_answers:
+            return "too_many_answers"
+        if self.ambiguous(w.answers):
+            return "answer_label"
+        return w
+
+    def chain(self, schema: PathSchema, topic: str) -> _Draft | None:
+        text = schema.text
+        if ((topic,), text) in self.seen:
+            self.filters["duplicate_path"] += 1
+            return None
+        w = self.check_chain(topic, schema.steps)
+        if isinstance(w, str):
+            self.filters[w] += 1
+            return None
+        self.seen.add(((topic,), text))
+        return _Draft("chain", (w,), tuple(sorted(w.answers)), text)
+
+    def conjunction(self, bases: Sequence[PathSchema]) -> _Draft | None:
+        """One conjunction from a random base chain, or None (the reason counted)."""
+        s1 = bases[self.rng.randrange(len(bases))]
+        t1 = s1.topics[self.rng.randrange(len(s1.topics))]
+        w1 = self.checked_walk(t1, s1.steps)
+        if isinstance(w1, str) or len(w1.answers) < 2:
+            return None
+        ends = sorted(w1.answers)
+        a = ends[self.rng.randrange(len(ends))]
+        options: set[tuple[str, Step]] = set()
+        for t in self.kg.neighbors(a, direction="both", limit=self.max_degree):
+            t2, step = (t.head, (t.relation, "out")) if t.tail == a else (t.tail, (t.relation, "in"))
+            if t2 != t1 and t2 not in w1.answers and t2 in self.good:
+                options.add((t2, step))
+        choices = sorted(options)
+        self.rng.shuffle(choices)
+        for t2, step in choices[:5]:
+            p1, p2 = s1.text, format_relation_path([step])
+            text = p1 + CONJUNCTION_SEPARATOR + p2
+            if ((t1, t2), text) in self.seen or ((t2, t1), p2 + CONJUNCTION_SEPARATOR + p1) in self.seen:
+                self.filters["duplicate_path"] += 1
+                continue
+            w2 = self.checked_walk(t2, (step,))
+            if isinstance(w2, str):
+                self.filters[w2] += 1
+                continue
+            both = w1.answers & w2.answers
+            if not both or len(both) >= len(w1.answers) or len(both) >= len(w2.answers):
+                self.filters["not_narrower"] += 1
+                continue
+            if len(both) > self.max_answers:
+                self.filters["too_many_answers"] += 1
+                continue
+            if self.ambiguous(both):
+                self.filters["answer_label"] += 1
+                continue
+            self.seen.add(((t1, t2), text))
+            return _Draft("conjunction", (w1, w2), tuple(sorted(both)), text)
+        return None
+
+    def take_turns(self, groups: Mapping[str, Iterator[_Draft]], quota: int) -> list[_Draft]:
+        """Drafts from ``groups`` in turns (a seeded order each round) until ``quota`` or all are empty."""
+        active = sorted(groups)
+        made: list[_Draft] = []
+        while active and len(made) < quota:
+            self.rng.shuffle(active)
+            still = []
+            for key in active:
+                if len(made) >= quota:
+                    still.append(key)
+                    continue
+                draft = next(groups[key], None)
+                if draft is not None:
+                    made.append(draft)
+                    still.append(key)
+            active = sorted(still)
+        return made
+
+
+def check_chain(
+    kg: KnowledgeGraph,
+    topic: str,
+    relation_path: str | Sequence[Step],
+    *,
+    max_answers: int = 20,
+    max_degree: int = 300,
+    cap: int = DEFAULT_CAP,
+    unique_answer_labels: bool = False,
+    labels: TopicLabels | None = None,
+) -> Walk | str:
+    """The walk of the chain question ``relation_path`` from ``topic`` when it passes every filter of
+    :func:`synthesise` that one question can fail alone, else the filter's name (``topic_hub``,
+    ``exceeds_cap``, ``backtrack``, ``answer_is_topic``, ``no_answers``, ``too_many_answers``,
+    ``intermediate_hub``, ``answer_label``). ``labels`` (from :func:`read_topic_labels`) is read for
+    ``unique_answer_labels``.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Film", "directed_by", "Ann")])
+        >>> sorted(check_chain(kg, "Film", "directed_by").answers)
+        ['Ann']
+        >>> check_chain(kg, "Film", "directed_by ~directed_by")
+        'backtrack'
+    """
+    if labels is None:
+        labels = read_topic_labels(kg) if unique_answer_labels else TopicLabels([], {}, 0, False, 0)
+    state = _Synth(
+        kg,
+        labels,
+        random.Random(0),
+        max_answers=max_answers,
+        max_degree=max_degree,
+        cap=cap,
+        unique_answer_labels=unique_answer_labels,
+    )
+    return state.check_chain(topic, parse_relation_path(relation_path))
+
+
+def _chain_drafts(state: _Synth, schema: PathSchema) -> Iterator[_Draft]:
+    topics = list(schema.topics)
+    state.rng.shuffle(topics)
+    for topic in topics:
+        draft = state.chain(schema, topic)
+        if draft is not None:
+            yield draft
+
+
+def _leaks(question: str, topic_labels: Sequence[str], answer_labels: Sequence[str]) -> bool:
+    text = question
+    for label in topic_labels:
+        text = text.replace(f"[{label}]", " ")
+    qn = f" {normalize_answer(text)} "
+    return any(len(n) > 1 and f" {n} " in qn for n in (normalize_answer(a) for a in answer_labels))
+
+
+def synthesise(
+    kg: KnowledgeGraph,
+    *,
+    n: int = 1000,
+    hops: int | Iterable[int] = (1, 2, 3),
+    hop_mix: Mapping[int, float] | Sequence[float] | None = None,
+    kinds: Sequence[str] = ("chain",),
+    kind_mix: Mapping[str, float] | Sequence[float] | None = None,
+    seed: int = 0,
+    max_answers: int = 20,
+    max_degree: int = 300,
+    cap: int = DEFAULT_CAP,
+    max_walks: int | None = None,
+    min_topics: int = 2,
+    max_entities: int = 2_000_000,
+    unique_answer_labels: bool = False,
+    llm: Any = None,
+    paraphrase: bool = False,
+    examples: Sequence[str] | None = None,
+    validation_fraction: float = 0.2,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> SynthResult:
+    """Questions with their complete answer sets, from the graph alone (see the module docstring).
+
+    Args:
+        kg: the store (any :class:`~kg_agents.kg.base.KnowledgeGraph`).
+        n: how many questions (fewer when the graph has fewer that pass; ``stats["shortfall"]`` says where).
+        hops: the chains' hop counts (1 to 3).
+        hop_mix: the chains' share per hop count (``{1: 0.2, 2: 0.4, 3: 0.4}`` or one weight per hop in
+            ``hops``); default equal.
+        kinds: question kinds to make: ``chain`` and/or ``conjunction``.
+        kind_mix: the share per kind, as ``hop_mix``; default equal.
+        seed: the one seed; two runs with the same arguments give the same questions.
+        max_answers: most answers a question may have.
+        max_degree: an entity with more triples (both directions) is a hub: never a topic nor passed
+            through.
+        cap: the execution bound (see :func:`~kg_agents.synth.schemas.walk`).
+        max_walks: random walks for the relation paths (default: ``20 * n``, at least
+            :data:`~kg_agents.synth.schemas.MAX_WALKS`, at most 200,000).
+        min_topics: a relation path the walks followed from fewer distinct topics is left out (counted
+            in ``stats["relation_paths"]["rare"]``): one found from a single entity is more often a quirk
+            of the data (two things merged under one name) than a question.
+        max_entities: most entities read from ``kg.iter_labels()``.
+        unique_answer_labels: also leave out questions with an answer whose normalised label another
+            entity outside the answer set shares (the ``answer_label`` filter).
+        llm: the chat model for ``paraphrase`` (None: the embedded model).
+        paraphrase: rewrite each chain relation path's form with ``llm``, once per path.
+        examples: a few of the user's own questions, shown to the model for their style.
+        validation_fraction: the share of each kind and hop count that goes to validation.
+        progress: called as ``progress(stage, done, total)`` (stages: ``labels``, ``walks``, ``chains``,
+            ``conjunctions``, ``paraphrase``, ``phrase``).
+
+    Returns:
+        A :class:`~kg_agents.synth.questions.SynthResult`; its ``stats`` hold the counts per filter,
+        per relation path, per hop and per kind, and the seconds of each stage.
+
+    Raises:
+        ConfigError: a bad argument (the message names it).
+    """
+    t_start = time.perf_counter()
+    wanted_hops = check_hops(hops)
+    kinds = tuple(dict.fromkeys(kinds))
+    bad = [k for k in kinds if k not in SYNTHESISED_KINDS]
+    if not kinds or bad:
+        raise ConfigError(
+            f"kinds must be among {SYNTHESISED_KINDS} (of the vocabulary {QUESTION_KINDS}), got {list(kinds)}"
+        )
+    for name, value, low in (
+        ("n", n, 0),
+        ("max_answers", max_answers, 1),
+        ("max_degree", max_degree, 1),
+        ("min_topics", min_topics, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
+    if not 0.0 <= validation_fraction < 1.0:
+        raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}")
+    kind_quota = _quotas(n, _mix(kind_mix, kinds, "kind_mix"))
+    hop_quota = _quotas(kind_quota.get("chain", 0), _mix(hop_mix, wanted_hops, "hop_mix"))
+    seconds: dict[str, float] = {}
+
+    def note(stage: str, t0: float) -> None:
+        seconds[stage] = round(time.perf_counter() - t0, 3)
+
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress("labels", 0, 1)
+    labels = read_topic_labels(kg, max_entities)
+    if progress is not None:
+        progress("labels", 1, 1)
+    note("labels", t0)
+
+    t0 = time.perf_counter()
+    walk_hops = set(wanted_hops if "chain" in kinds else ())
+    if "conjunction" in kinds:
+        walk_hops |= {h for h in (1, 2) if h == 1 or h in wanted_hops}
+    walk_stats: dict[str, Any] = {}
+    walks_n = max_walks if max_walks is not None else min(200_000, max(MAX_WALKS, 20 * n))
+    schemas = sample_relation_paths(
+        kg,
+        sorted(walk_hops),
+        seed=seed,
+        starts=labels.topics,
+        max_walks=walks_n,
+        fanout=max_degree,
+        max_topics=max(200, 2 * n // max(1, len(wanted_hops))),
+        stats=walk_stats,
+        progress=progress,
+    )
+    rare = [s for s in schemas if s.topics_seen < min_topics]
+    schemas = [s for s in schemas if s.topics_seen >= min_topics]
+    walk_stats["rare"] = len(rare)
+    note("walks", t0)
+
+    rng = random.Random(seed)
+    state = _Synth(
+        kg,
+        labels,
+        rng,
+        max_answers=max_answers,
+        max_degree=max_degree,
+        cap=cap,
+        unique_answer_labels=unique_answer_labels,
+    )
+    drafts: list[_Draft] = []
+    t0 = time.perf_counter()
+    for h in wanted_hops if "chain" in kinds else ():
+        if progress is not None:
+            progress("chains", len(drafts), kind_quota["chain"])
+        group = {s.text: _chain_drafts(state, s) for s in schemas if s.hops == h}
+        drafts += state.take_turns(group, hop_quota[h])
+    if progress is not None and "chain" in kinds:
+        progress("chains", len(drafts), kind_quota["chain"])
+    note("chains", t0)
+
+    t0 = time.perf_counter()
+    conjunction_tries = 0
+    if "conjunction" in kinds and kind_quota["conjunction"]:
+        quota = kind_quota["conjunction"]
+        bases = [s for s in schemas if s.hops in walk_hops and s.hops <= 2]
+        found: dict[str, list[_Draft]] = {}
+        made = 0
+        while bases and made < 3 * quota and conjunction_tries < 30 * quota + 100:
+            conjunction_tries += 1
+            if progress is not None and conjunction_tries % 500 == 0:
+                progress("conjunctions", made, 3 * quota)
+            d = state.conjunction(bases)
+            if d is not None:
+                found.setdefault(d.relation_path, []).append(d)
+                made += 1
+        drafts += state.take_turns({k: iter(v) for k, v in found.items()}, quota)
+        if progress is not None:
+            progress("conjunctions", 3 * quota, 3 * quota)
+    note("conjunctions", t0)
+
+    t0 = time.perf_counter()
+    para_stats: dict[str, Any] = {}
+    paraphrased: dict[str, list[str]] | None = None
+    if paraphrase:
+        used = sorted({d.relation_path for d in drafts if d.kind == "chain"})
+        paraphrased = paraphrase_forms(llm, used, examples, stats=para_stats, progress=progress)
+    note("paraphrase", t0)
+
+    t0 = time.perf_counter()
+    questions = _phrase_all(state, drafts, paraphrased, progress)
+    if progress is not None:
+        progress("phrase", len(drafts), len(drafts))
+    note("phrase", t0)
+    questions = _split(questions, validation_fraction, seed)
+    order = list(range(len(questions)))
+    rng.shuffle(order)
+    questions = [_with(questions[i], id=f"synth-{k:06d}") for k, i in enumerate(order)]
+    note("total", t_start)
+
+    per_hop = Counter(q.hops for q in questions if q.kind == "chain")
+    shortfall = {f"chain_{h}_hop": hop_quota[h] - per_hop.get(h, 0) for h in hop_quota}
+    if "conjunction" in kinds:
+        shortfall["conjunction"] = kind_quota["conjunction"] - sum(q.kind == "conjunction" for q in questions)
+    stats = {
+        "kg": getattr(kg, "name", None),
+        "kg_fingerprint": kg.fingerprint(),
+        "seed": seed,
+        "settings": {
+            "n": n,
+            "hops": list(wanted_hops),
+            "kinds": list(kinds),
+            "max_answers": max_answers,
+            "max_degree": max_degree,
+            "cap": cap,
+            "max_walks": walks_n,
+            "min_topics": min_topics,
+            "unique_answer_labels": unique_answer_labels,
+            "validation_fraction": validation_fraction,
+            "paraphrase": paraphrase,
+        },
+        "n": len(questions),
+        "train": sum(q.split == "train" for q in questions),
+        "validation": sum(q.split == "validation" for q in questions),
+        "per_kind": dict(sorted(Counter(q.kind for q in questions).items())),
+        "per_hop": {str(h): per_hop.get(h, 0) for h in wanted_hops},
+        "per_relation_path": dict(sorted(Counter(q.relation_path for q in questions).items())),
+        "shortfall": shortfall,
+        "filters": {f: state.filters.get(f, 0) for f in FILTERS},
+        "conjunction_tries": conjunction_tries,
+        "entities": {
+            "read": labels.read,
+            "capped": labels.capped,
+            "topics": len(labels.topics),
+            "bad_topic_label": labels.bad_topic_label,
+        },
+        "relation_paths": {
+            "found": len(schemas) + walk_stats["rare"],
+            "kept": len(schemas),
+            "per_hop": {str(h): sum(s.hops == h for s in schemas) for h in sorted(walk_hops)},
+            **walk_stats,
+        },
+        "paraphrase": para_stats,
+        "seconds": seconds,
+    }
+    return SynthResult(questions, stats)
+
+
+def _with(q: SynthQuestion, **changes: Any) -> SynthQuestion:
+    return replace(q, **changes)
+
+
+def _phrase_all(
+    state: _Synth,
+    drafts: Sequence[_Draft],
+    paraphrased: Mapping[str, list[str]] | None,
+    progress: Callable[[str, int, int], None] | None,
+) -> list[SynthQuestion]:
+    kg, rng = state.kg, state.rng
+    texts: set[str] = set()
+    out: list[SynthQuestion] = []
+    for i, d in enumerate(drafts):
+        if progress is not None and i % 500 == 0:
+            progress("phrase", i, len(drafts))
+        topic_labels = [kg.label(t) for t in d.topics]
+        answer_labels = [kg.label(a) for a in d.answers]
+        if d.kind == "chain":
+            forms = forms_for(paraphrased, d.relation_path)
+            fallback = generic_forms(d.relation_path)
+        else:
+            forms = fallback = generic_forms(d.relation_path, "conjunction")
+        first = list(forms)
+        rng.shuffle(first)
+        rest = [f for f in fallback if f not in first]
+        rng.shuffle(rest)
+        chosen = reason = None
+        for form in first + rest:
+            text = fill_form(form, topic_labels)
+            if _leaks(text, topic_labels, answer_labels):
+                reason = reason or "answer_leak"
+                continue
+            if text in texts:
+                reason = "duplicate_question"
+                continue
+            chosen = (form, text)
+            break
+        if chosen is None:
+            state.filters[reason or "answer_leak"] += 1
+            continue
+        form, text = chosen
+        texts.add(text)
+        answer = d.answers[0]
+        paths = [gold_path(w, answer) for w in d.walks]
+        if not all(verify_path(kg, p) for p in paths):  # pragma: no cover - a walk follows the KG's triples
+            raise AssertionError(f"a gold path of {d.relation_path!r} does not verify")
+        out.append(
+            SynthQuestion(
+                id="",
+                question=text,
+                answers=d.answers,
+                topic_entities=d.topics,
+                hops=d.hops,
+                kind=d.kind,
+                relation_path=d.relation_path,
+                gold_path=paths[0].to_text(),
+                template=form,
+                split="",
+                answer_labels=tuple(answer_labels),
+                gold_paths=tuple(p.to_text() for p in paths),
+            )
+        )
+    return out
+
+
+def _split(questions: list[SynthQuestion], fraction: float, seed: int) -> list[SynthQuestion]:
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault((q.kind, q.hops), []).append(i)
+    validation: set[int] = set()
+    for _, idx in sorted(groups.items()):
+        idx = sorted(
+            idx, key=lambda i: (_split_key(seed, questions[i].topic_entities, questions[i].relation_path), i)
+        )
+        validation.update(idx[: round(fraction * len(idx))])
+    return [_with(q, split="validation" if i in validation else "train") for i, q in enumerate(questions)]
