@@ -20,12 +20,24 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kg_agents.errors import ConfigError
+from kg_agents.kg.base import INVERSE_PREFIX, Path
 from kg_agents.kg.text import relation_words
 
-__all__ = ["CHAIN_EXAMPLE", "CHAIN_EXAMPLE_HOPS", "Chain", "chain_example", "chain_text", "relation_chains"]
+__all__ = [
+    "CHAIN_EXAMPLE",
+    "CHAIN_EXAMPLE_HOPS",
+    "Chain",
+    "ChainWalk",
+    "chain_example",
+    "chain_text",
+    "relation_chains",
+    "relation_path",
+    "walk_chain",
+]
 
 #: The worked example of a relation-chain prompt (its ``{example}``), shown only for chains longer than
 #: its own 2 hops: among 2-hop options the embedded model copies it (30 2-hop MetaQA dev questions: the
@@ -112,3 +124,58 @@ def chain_example(length: int, show: bool) -> str:
         True
     """
     return CHAIN_EXAMPLE if show and length > CHAIN_EXAMPLE_HOPS else ""
+
+
+@dataclass
+class ChainWalk:
+    """What :func:`walk_chain` found: one walk per end reached, and the starts whose ends were cut.
+
+    Attributes:
+        paths: a walk (a :class:`~kg_agents.kg.base.Path`) from a start to each end reached, the ends of
+            each start in the store's order.
+        truncated: ``"start relation/path"`` for each start with more ends than the limit.
+        ends: the number of ends reached (at most ``limit`` per start).
+    """
+
+    paths: list[Path] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    ends: int = 0
+
+
+def walk_chain(kg: Any, starts: Sequence[str], relation_path: Sequence[str], *, limit: int) -> ChainWalk:
+    """The ends of ``relation_path`` from each of ``starts`` and one walk to each, on a store with
+    :class:`~kg_agents.kg.base.ChainQueries` (:func:`~kg_agents.kg.base.has_chain_queries`): two
+    queries per start (its ends, at most ``limit``, then their walks), the engine joining the hops,
+    instead of reading each hop's neighbourhood. The walks are the store's; a method verifies the ones
+    it returns, as every path.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("F", "starring", "A"), ("G", "starring", "A"), ("F", "directed_by", "D"),
+        ...                ("G", "directed_by", "E")])
+        >>> w = walk_chain(kg, ["A"], ["~starring", "directed_by"], limit=1)
+        >>> [p.to_text() for p in w.paths], w.truncated
+        (['A -> ~starring -> F -> directed_by -> D'], ['A ~starring/directed_by'])
+    """
+    out = ChainWalk()
+    path = list(relation_path)
+    for s in dict.fromkeys(starts):
+        ends, cut = kg.chain_ends(s, path, limit=limit)
+        if cut:
+            out.truncated.append(f"{s} {'/'.join(path)}")
+        if not ends:
+            continue
+        out.ends += len(ends)
+        walks = kg.chain_witnesses(s, path, ends)
+        out.paths.extend(walks[e] for e in ends if e in walks)
+    return out
+
+
+def relation_path(chain: Chain) -> list[str]:
+    """A chain as a relation path: ``~relation`` for a hop walked backwards.
+
+    Example:
+        >>> relation_path((("starred_actors", "in"), ("directed_by", "out")))
+        ['~starred_actors', 'directed_by']
+    """
+    return [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chain]

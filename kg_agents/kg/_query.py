@@ -18,7 +18,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from kg_agents.errors import EntityNotFound, InvalidTermError, KGError
-from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
+from kg_agents.kg.base import Direction, Hop, Path, Triple, TripleList, check_direction, parse_relation_path
 from kg_agents.kg.profiles import Profile
 from kg_agents.kg.terms import iri
 
@@ -121,6 +121,48 @@ def neighbors_query(
             order = f"ORDER BY ?r ?{v} " if ordered else ""
             parts.append(f"{{ SELECT ?e ?r ?{v} WHERE {group} {order}LIMIT {int(limit) + 1} }}")
     return "SELECT ?e ?r ?o ?s WHERE { " + " UNION ".join(parts) + " }"
+
+
+def _chain_pattern(topic: str, steps: Sequence[tuple[str, bool]]) -> str:
+    """The walk ``?x0`` (the topic) ``-> ?x1 -> ... -> ?xn`` along ``steps`` (rendered relation, inverse):
+    every term bound in one ``VALUES`` row; each node an entity (an IRI object, a subject that is no
+    blank node) other than the topic."""
+    names = " ".join(["?x0", *(f"?r{i}" for i in range(1, len(steps) + 1))])
+    terms = " ".join([topic, *(r for r, _ in steps)])
+    parts = [f"VALUES ({names}) {{ ({terms}) }}"]
+    for i, (_, inverse) in enumerate(steps, 1):
+        if inverse:
+            parts.append(f"?x{i} ?r{i} ?x{i - 1} . FILTER(!isBlank(?x{i}) && ?x{i} != ?x0)")
+        else:
+            parts.append(f"?x{i - 1} ?r{i} ?x{i} . FILTER(isIRI(?x{i}) && ?x{i} != ?x0)")
+    return " ".join(parts)
+
+
+def chain_ends_query(topic: str, steps: Sequence[tuple[str, bool]], limit: int | None) -> str:
+    """The distinct ends ``?x{n}`` of the walks from ``topic`` along ``steps`` (rendered terms; ``LIMIT
+    limit+1`` so that the extra row tells a cut), one query: the engine joins the hops."""
+    if not steps:
+        raise ValueError("no steps")
+    tail = "" if limit is None else f" LIMIT {int(limit) + 1}"
+    return f"SELECT DISTINCT ?x{len(steps)} WHERE {{ {_chain_pattern(topic, steps)} }}{tail}"
+
+
+def chain_witness_query(topic: str, steps: Sequence[tuple[str, bool]], ends: Sequence[str]) -> str:
+    """Each of ``ends`` (rendered IRIs) that a walk from ``topic`` along ``steps`` reaches, with the walk's
+    inner nodes ``?w`` (their IRIs joined by spaces, the least such string: one whole walk, the same on
+    every run; none for a walk of one hop)."""
+    if not steps:
+        raise ValueError("no steps")
+    n = len(steps)
+    if n == 1:
+        return f"SELECT DISTINCT ?x1 WHERE {{ {_values('x1', ends)} {_chain_pattern(topic, steps)} }}"
+    inner = ", ".join(
+        part for i in range(1, n) for part in ((f"STR(?x{i})",) if i == 1 else ('" "', f"STR(?x{i})"))
+    )
+    return (
+        f"SELECT ?x{n} (MIN(CONCAT({inner})) AS ?w) WHERE {{ {_values(f'x{n}', ends)} "
+        f"{_chain_pattern(topic, steps)} }} GROUP BY ?x{n}"
+    )
 
 
 def degree_query(entity: str, relation: str | None, direction: Direction) -> str:
@@ -439,6 +481,70 @@ class SparqlBackedKG:
         if h is None or r is None or t is None:
             return False
         return bool(self._cached(("ask", head, relation, tail), lambda: self._ask(has_triple_query(h, r, t))))
+
+    # relation paths (ChainQueries) ------------------------------------------
+    def _chain_terms(
+        self, topic: str, relation_path: Sequence[str]
+    ) -> tuple[str, list[tuple[str, bool]]] | None:
+        steps = parse_relation_path(relation_path)
+        term = self._eterm(topic)
+        rterms = [(self._rterm(r), inv) for r, inv in steps]
+        if term is None or any(r is None for r, _ in rterms):
+            return None
+        return term, rterms  # type: ignore[return-value]
+
+    def chain_ends(
+        self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
+    ) -> tuple[list[str], bool]:
+        """The entities ``relation_path`` reaches from ``topic``, at most ``limit``, and whether there were
+        more: one ``SELECT DISTINCT .. LIMIT limit+1`` (see :class:`~kg_agents.kg.base.ChainQueries`)."""
+        _check_limit(limit)
+        found = self._chain_terms(topic, relation_path)
+        if found is None:
+            return [], False
+        term, steps = found
+
+        def compute() -> tuple[list[str], bool]:
+            rows = self._select(chain_ends_query(term, steps, limit))
+            var = f"x{len(steps)}"
+            ends = list(dict.fromkeys(self.profile.entity_id(r[var].value) for r in rows if var in r))
+            if limit is not None and len(ends) > limit:
+                return ends[:limit], True
+            return ends, False
+
+        ends, cut = self._cached(("chain", topic, tuple(relation_path), limit), compute)
+        return list(ends), bool(cut)
+
+    def chain_witnesses(
+        self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
+    ) -> dict[str, Path]:
+        """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches: one grouped
+        query per ``batch_size`` ends."""
+        rel_steps = parse_relation_path(relation_path)
+        found = self._chain_terms(topic, relation_path)
+        out: dict[str, Path] = {}
+        if found is None:
+            return out
+        term, steps = found
+        targets = {e: t for e in dict.fromkeys(ends) if e != topic and (t := self._eterm(e)) is not None}
+        items = list(targets.items())
+        var = f"x{len(steps)}"
+        for i in range(0, len(items), max(1, self.batch_size)):
+            chunk = dict(items[i : i + max(1, self.batch_size)])
+            by_iri = {t[1:-1]: e for e, t in chunk.items()}
+            for row in self._select(chain_witness_query(term, steps, list(chunk.values()))):
+                end = by_iri.get(row[var].value) if var in row else None
+                if end is None or ("w" not in row and len(steps) > 1):
+                    continue
+                inner = row["w"].value.split(" ") if len(steps) > 1 else []
+                nodes = [topic, *(self.profile.entity_id(x) for x in inner), end]
+                if len(nodes) != len(steps) + 1:
+                    continue
+                hops = [
+                    Hop(nodes[k], rel, nodes[k + 1], inverse) for k, (rel, inverse) in enumerate(rel_steps)
+                ]
+                out[end] = Path(tuple(hops))
+        return out
 
     def all_relations(self) -> list[str]:
         def compute() -> list[str]:

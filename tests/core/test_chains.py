@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kg_agents.core.chains import chain_text, relation_chains
+from kg_agents.core.chains import chain_text, relation_chains, relation_path, walk_chain
+from kg_agents.core.metering import MeteredKG, metered
 from kg_agents.errors import ConfigError
+from kg_agents.kg.base import has_chain_queries, verify_path
 from kg_agents.kg.memory import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.kg.hop_by_hop import HopByHopKG
 
 KG = MemoryKG(CONTRACT_TRIPLES)
 
@@ -50,3 +53,33 @@ def test_bad_bounds_are_config_errors(key, bad):
     length = kwargs.pop("length")
     with pytest.raises(ConfigError, match=f"{key} must be a positive integer"):
         relation_chains(KG, ["Splash"], length, **kwargs)
+
+
+def test_walk_chain_gives_each_end_one_walk_and_traces_the_cut():
+    path = relation_path((("starred_actors", "in"), ("directed_by", "out")))
+    assert path == ["~starred_actors", "directed_by"]
+    walk = walk_chain(KG, ["Tom Hanks", "Steve Martin"], path, limit=10)
+    assert walk.ends == 4 and walk.truncated == []
+    assert sorted(p.end for p in walk.paths) == [
+        "Penny Marshall",
+        "Robert Zemeckis",
+        "Ron Howard",
+        "Ron Howard",
+    ]
+    assert all(verify_path(KG, p) and [h.relation_text for h in p.hops] == path for p in walk.paths)
+    cut = walk_chain(KG, ["Tom Hanks"], path, limit=2)
+    assert (
+        cut.ends == 2 and len(cut.paths) == 2 and cut.truncated == ["Tom Hanks ~starred_actors/directed_by"]
+    )
+
+
+def test_metered_kg_counts_chain_queries_and_has_them_only_when_the_store_does():
+    mkg = MeteredKG(KG)
+    assert has_chain_queries(mkg) and not has_chain_queries(MeteredKG(HopByHopKG(KG)))
+
+    @metered
+    def node() -> dict:
+        walk_chain(mkg, ["Tom Hanks"], ["~starred_actors", "directed_by"], limit=5)
+        return {}
+
+    assert node()["usage"]["kg_calls"] == 2  # the ends, then their walks
