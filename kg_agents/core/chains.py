@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,8 @@ def relation_chains(
     entities beyond the sample have may be missed on a large graph. Walks may turn back along the
     relation they came by (a film's writer, then the writer's other films), but a chain that ends only
     at ``starts`` (a director's films, then their director: the director again) is left out, since an
-    answer is never a start.
+    answer is never a start. A level's relations are read in order only until it holds ``max_chains``
+    chains: a hub with thousands of relations costs about ``max_chains`` reads, not thousands.
 
     Raises:
         ConfigError: ``length``, ``sample``, ``fanout`` or ``max_chains`` is not a positive integer.
@@ -84,21 +85,34 @@ def relation_chains(
     start_set = set(starts)
     truncated = False
     for k in range(length):
-        last = k == length - 1
+        # the chain's end: only what is not a start could be an answer
+        exclude = start_set if k == length - 1 else set()
         nxt: list[tuple[Chain, list[str]]] = []
-        for chain, ents in level:
-            for d in ("out", "in"):
-                for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
-                    got = kg.neighbors_many(ents, rel, d, limit=fanout)
-                    tails = list(dict.fromkeys(t.other(e) for e in ents for t in got.get(e, ())))
-                    if last:  # the chain's end: only what is not a start could be an answer
-                        tails = [t for t in tails if t not in start_set]
-                    if tails:
-                        nxt.append(((*chain, (rel, d)), tails[:sample]))
-        if len(nxt) > max_chains:
-            nxt, truncated = nxt[:max_chains], True
+        for step in _longer(kg, level, exclude, fanout, sample):
+            if len(nxt) == max_chains:  # one more than fits: the level is cut, its other relations unread
+                truncated = True
+                break
+            nxt.append(step)
         level = nxt
     return [chain for chain, _ in level], truncated
+
+
+def _longer(
+    kg: Any, level: list[tuple[Chain, list[str]]], exclude: set[str], fanout: int, sample: int
+) -> Iterator[tuple[Chain, list[str]]]:
+    """Each chain of ``level`` one relation longer, with a sample of the entities it reaches, in order,
+    one neighbour read at a time (read only as far as the caller takes them)."""
+    for chain, ents in level:
+        for d in ("out", "in"):
+            for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
+                got = kg.neighbors_many(ents, rel, d, limit=fanout)
+                tails = [
+                    t
+                    for t in dict.fromkeys(t.other(e) for e in ents for t in got.get(e, ()))
+                    if t not in exclude
+                ]
+                if tails:
+                    yield (*chain, (rel, d)), tails[:sample]
 
 
 def chain_text(chain: Chain) -> str:

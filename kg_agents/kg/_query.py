@@ -165,6 +165,18 @@ def chain_witness_query(topic: str, steps: Sequence[tuple[str, bool]], ends: Seq
     )
 
 
+def edge_side_query(entity: str, relation: str | None, inverse: bool) -> str:
+    """One direction's edges of one entity (rendered terms), unordered, unlimited: for :func:`page_query`."""
+    v = "s" if inverse else "o"
+    return f"SELECT ?e ?r ?{v} WHERE {_side([entity], relation, inverse)}"
+
+
+def page_query(query: str, order: str, size: int, offset: int) -> str:
+    """One page of a ``SELECT`` without a solution modifier: ``ORDER BY order`` (so that the pages
+    follow each other) ``LIMIT size OFFSET offset``."""
+    return f"{query} ORDER BY {order} LIMIT {int(size)} OFFSET {int(offset)}"
+
+
 def degree_query(entity: str, relation: str | None, direction: Direction) -> str:
     """``SELECT (COUNT(*) AS ?n)`` over the edges of one entity."""
     return f"SELECT (COUNT(*) AS ?n) WHERE {{ {_edge_pattern([entity], relation, direction)} }}"
@@ -278,6 +290,12 @@ class SparqlBackedKG:
     batch_size: int = 256
     max_features: int = 1000
     label_page_size: int = 5000
+    #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
+    #: (``truncated`` says when it cut); None: no cap.
+    max_neighbors: int | None = None
+    #: The most rows one request asks for: a longer neighbour list or ``chain_ends`` is read in pages of
+    #: this many (``ORDER BY``, ``LIMIT``, ``OFFSET``); None: one request.
+    page_size: int | None = None
     max_relations: int = 100_000
 
     def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
@@ -303,6 +321,28 @@ class SparqlBackedKG:
             return self.profile.relation_term(relation)
         except InvalidTermError:
             return None
+
+    def _capped(self, limit: int | None) -> int | None:
+        """``limit`` lowered to ``max_neighbors`` (which also stands for no limit)."""
+        cap = self.max_neighbors
+        return limit if cap is None else (cap if limit is None else min(limit, cap))
+
+    def _paged(self, limit: int | None) -> bool:
+        return limit is not None and self.page_size is not None and limit + 1 > self.page_size
+
+    def _pages(self, query: str, order: str, want: int) -> list[Row]:
+        """At most ``want`` rows of ``query``, ``page_size`` per request, until a page comes back short."""
+        size = max(1, int(self.page_size or want))
+        rows: list[Row] = []
+        offset = 0
+        while len(rows) < want:
+            n = min(size, want - len(rows))
+            page = self._select(page_query(query, order, n, offset))
+            rows.extend(page)
+            offset += n
+            if len(page) < n:
+                break
+        return rows
 
     def _cached(self, key: Hashable, compute: Any) -> Any:
         hit = self._cache.get(key)
@@ -403,9 +443,12 @@ class SparqlBackedKG:
         """Edges of many entities; one query per ``batch_size`` uncached entities.
 
         With a ``limit``, it holds per entity and each list's ``truncated`` says whether it was hit.
+        ``max_neighbors`` caps every list (a limit above it, or none, becomes it); a list longer than
+        ``page_size`` is read in pages, one entity at a time.
         """
         check_direction(direction)
         _check_limit(limit)
+        limit = self._capped(limit)
         out: dict[str, TripleList] = {}
         rterm = None
         if relation is not None:
@@ -437,6 +480,19 @@ class SparqlBackedKG:
     def _fetch_edges(
         self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
     ) -> dict[str, TripleList]:
+        if not self._paged(limit):
+            return self._fetch_batch(chunk, rterm, direction, limit)
+        # a read longer than a page: one page per entity in one request first; the entities it does
+        # not finish (hubs) are read again, in pages
+        got = self._fetch_batch(chunk, rterm, direction, self.page_size)
+        for e, term in chunk:
+            if got[e].truncated:
+                got[e] = self._paged_edges(e, term, rterm, direction, int(limit))  # type: ignore[arg-type]
+        return got
+
+    def _fetch_batch(
+        self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
+    ) -> dict[str, TripleList]:
         by_iri = {term[1:-1]: e for e, term in chunk}
         rows = self._select(
             neighbors_query([t for _, t in chunk], rterm, direction, limit, ordered=self.ordered)
@@ -462,6 +518,24 @@ class SparqlBackedKG:
             else:
                 result[e] = TripleList(triples, truncated=False, total=len(triples))
         return result
+
+    def _paged_edges(
+        self, e: str, term: str, rterm: str | None, direction: Direction, limit: int
+    ) -> TripleList:
+        """One entity's edges in pages: out-edges, then in-edges, each by relation and other end."""
+        rel_id, ent_id = self.profile.relation_id, self.profile.entity_id
+        triples: list[Triple] = []
+        for inverse in _sides(direction):
+            want = limit + 1 - len(triples)  # one more than the limit tells a cut
+            if want <= 0:
+                break
+            v = "s" if inverse else "o"
+            for row in self._pages(edge_side_query(term, rterm, inverse), f"?r ?{v}", want):
+                r, x = rel_id(row["r"].value), ent_id(row[v].value)
+                triples.append(Triple(x, r, e) if inverse else Triple(e, r, x))
+        if len(triples) > limit:
+            return TripleList(triples[:limit], truncated=True, total=None)
+        return TripleList(triples, truncated=False, total=len(triples))
 
     def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int:
         check_direction(direction)
@@ -496,17 +570,23 @@ class SparqlBackedKG:
     def chain_ends(
         self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
     ) -> tuple[list[str], bool]:
-        """The entities ``relation_path`` reaches from ``topic``, at most ``limit``, and whether there were
-        more: one ``SELECT DISTINCT .. LIMIT limit+1`` (see :class:`~kg_agents.kg.base.ChainQueries`)."""
+        """The entities ``relation_path`` reaches from ``topic``, at most ``limit`` (and ``max_neighbors``),
+        and whether there were more: one ``SELECT DISTINCT .. LIMIT limit+1``, or pages of ``page_size``
+        (see :class:`~kg_agents.kg.base.ChainQueries`)."""
         _check_limit(limit)
+        limit = self._capped(limit)
         found = self._chain_terms(topic, relation_path)
         if found is None:
             return [], False
         term, steps = found
 
         def compute() -> tuple[list[str], bool]:
-            rows = self._select(chain_ends_query(term, steps, limit))
             var = f"x{len(steps)}"
+            paged = self._paged(limit)
+            rows = self._select(chain_ends_query(term, steps, self.page_size if paged else limit))
+            if paged and len(rows) > int(self.page_size):  # type: ignore[arg-type]
+                # more than a page: read again, in pages
+                rows = self._pages(chain_ends_query(term, steps, None), f"?{var}", int(limit) + 1)  # type: ignore[arg-type]
             ends = list(dict.fromkeys(self.profile.entity_id(r[var].value) for r in rows if var in r))
             if limit is not None and len(ends) > limit:
                 return ends[:limit], True

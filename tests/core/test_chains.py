@@ -83,3 +83,24 @@ def test_metered_kg_counts_chain_queries_and_has_them_only_when_the_store_does()
         return {}
 
     assert node()["usage"]["kg_calls"] == 2  # the ends, then their walks
+
+
+def test_a_hub_with_many_relations_costs_about_max_chains_reads():
+    hub = MemoryKG([(f"x{i}", f"rel_{i:03d}", "Hub") for i in range(300)] + [("x0", "next", "y")])
+    reads: list[str] = []
+
+    class Counting:
+        def relations(self, e: str, d: str = "out") -> list[str]:
+            return hub.relations(e, d)  # type: ignore[arg-type]
+
+        def neighbors_many(self, ents: list[str], rel: str, d: str, limit: int) -> dict:
+            reads.append(rel)
+            return hub.neighbors_many(ents, rel, d, limit)  # type: ignore[arg-type]
+
+    chains, truncated = relation_chains(Counting(), ["Hub"], 1, max_chains=20)
+    assert truncated and len(chains) == 20 and len(reads) == 21  # the 21st tells the cut, no more are read
+    assert chains == [((f"rel_{i:03d}", "in"),) for i in range(20)]  # the first 20, as before the cut
+    assert relation_chains(hub, ["Hub"], 1, max_chains=300) == (
+        [((f"rel_{i:03d}", "in"),) for i in range(300)],
+        False,
+    )
