@@ -45,9 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tests.fakes
-
-from benchmarks.kg.freebase_like import parse_size
+# the repository root, after PYTHONPATH: a worker's PYTHONPATH may put another checkout's kg_agents first
+sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 GRAPH_IRI = "urn:kg-agents:freebase-like"
 METHODS = ("graph_rag", "knowledge_navigator", "graph_explore")
@@ -190,10 +189,12 @@ class Oracle:
         self.q, self.gold = q, set(q["gold"])
         self.steps = tuple((r.lstrip("~"), "in" if r.startswith("~") else "out") for r in q["path"])
 
-    def __call__(self, _text: str, options: list[str]) -> list[float]:
+    def __call__(self, text: str, options: list[str]) -> list[float]:
         from kg_agents.core.decide import current_decision
         from kg_agents.eval.metrics import normalize_answer
 
+        if self.q["question"] not in text:  # a calibration prompt (the question taken out): no preference
+            return [0.0] * len(options)
         d = current_decision()
         keys = list(d.keys) if d is not None and d.keys is not None else list(options)
         role = d.role if d is not None else None
@@ -278,8 +279,11 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
                 "error": "; ".join(errors)[:300] or None,
             }
         )
+    import kg_agents
+
     return {
         "method": method,
+        "kg_agents": str(Path(kg_agents.__file__).parent),
         "rss_ready_mb": rss_ready,
         "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "requests": kg.requests_sent,
@@ -307,6 +311,7 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
         "rss_max_mb": res["rss_max_mb"],
         "server_rss_mb": res.get("server_rss_mb"),
         "error_samples": [r["error"] for r in rows if r.get("error")][:3],
+        "rows": rows,
         "slowest": [
             (r["id"], r.get("kind"), round(r["seconds"], 2), r.get("kg_calls"))
             for r in sorted(rows, key=lambda r: -r["seconds"])[:3]
@@ -316,6 +321,8 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.kg.freebase_like import parse_size
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--triples", type=parse_size, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
@@ -382,14 +389,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
                     continue
                 res = json.loads(proc.stdout.strip().splitlines()[-1])
+                print(f"# {m}: kg_agents from {res['kg_agents']}", file=sys.stderr)
                 res["server_rss_mb"] = server_memory(srv.pid).get("VmRSS")
                 results.append(summarise(res))
-                print(f"# {m}: {json.dumps(results[-1])}", file=sys.stderr, flush=True)
+                brief = {k: v for k, v in results[-1].items() if k != "rows"}
+                print(f"# {m}: {json.dumps(brief)}", file=sys.stderr, flush=True)
         finally:
             srv.stop()
     print_tables(load, qs, results)
     if args.json:
-        Path(args.json).write_text(json.dumps({"load": load, "methods": results}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps({"load": load, "questions": qs, "methods": results}, indent=2) + "\n"
+        )
     return 0
 
 
