@@ -316,6 +316,8 @@ class SparqlBackedKG:
 
     name: str
     profile: Profile
+    #: chain queries run as one SPARQL query in the engine (``kg_agents.kg.base.joins_in_engine``)
+    joins_in_engine: bool = True
     batch_size: int = 256
     max_features: int = 1000
     label_page_size: int = 5000

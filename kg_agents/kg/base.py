@@ -30,6 +30,7 @@ __all__ = [
     "TripleList",
     "check_direction",
     "has_chain_queries",
+    "joins_in_engine",
     "parse_relation_path",
     "verify_path",
     "verify_paths",
@@ -309,6 +310,17 @@ class ChainQueries(Protocol):
 def has_chain_queries(kg: object) -> bool:
     """True when ``kg`` (or the store a proxy such as ``MeteredKG`` wraps) has :class:`ChainQueries`."""
     return callable(getattr(kg, "chain_ends", None)) and callable(getattr(kg, "chain_witnesses", None))
+
+
+def joins_in_engine(kg: object) -> bool:
+    """True when ``kg`` answers :class:`ChainQueries` in a query engine (``RdfKG``, ``SparqlKG``: the
+    store sets ``joins_in_engine = True``), where walking a chosen relation chain whole in one query
+    saves reading every hop's neighbourhood into the client. An in-memory graph has the queries too,
+    but walking hop by hop costs it nothing, so the methods keep their hop-by-hop walk there (and their
+    measured figures on it)."""
+    return has_chain_queries(kg) and any(
+        getattr(k, "joins_in_engine", False) is True for k in (kg, getattr(kg, "inner", None))
+    )
 
 
 def verify_path(kg: KnowledgeGraph, path: Path) -> bool:

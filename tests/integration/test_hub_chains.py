@@ -24,6 +24,7 @@ from kg_agents.kg.synthetic import PROBE_PATH, FreebaseLike
 from kg_agents.methods.graph_cot.graph import create_graph_explore_graph
 from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 from tests.fakes import FakeChat
+from tests.kg.hop_by_hop import EngineJoinKG
 
 CAP = 25
 GEN = FreebaseLike(30_000, seed=0)
@@ -137,7 +138,7 @@ def check_bounded(kg: Any, method: str, ns: str = "") -> None:
 @pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
 def test_the_hub_chain_is_capped_and_traced_in_memory(memory_kg: MemoryKG, method: str) -> None:
     assert memory_kg.degree(FREEBASE_NS + HUB, direction="in") > 20 * CAP
-    check_bounded(memory_kg, method, FREEBASE_NS)
+    check_bounded(EngineJoinKG(memory_kg), method, FREEBASE_NS)
 
 
 @pytest.mark.server

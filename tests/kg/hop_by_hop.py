@@ -1,4 +1,5 @@
-"""A store proxy without the optional chain queries, so that a method takes its hop-by-hop route."""
+"""Store proxies that choose a method's route: without the optional chain queries (the hop-by-hop walk),
+or with them answered as if by a query engine (the chain walked whole, as on a SPARQL store)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,11 @@ class HopByHopKG:
 
     def fingerprint(self) -> str:
         return str(self.inner.fingerprint())
+
+
+class EngineJoinKG(HopByHopKG):
+    """Everything of the wrapped store, its chain queries included, taken as a query engine's
+    (``joins_in_engine``): a method walks a chosen chain whole, as it does over a SPARQL store."""
+
+    _HIDDEN = frozenset()
+    joins_in_engine = True

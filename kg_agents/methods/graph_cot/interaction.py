@@ -42,7 +42,7 @@ from kg_agents.core.metering import MeteredKG, invoke_llm
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.support import support_paths
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple, has_chain_queries
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple, joins_in_engine
 from kg_agents.kg.text import relation_words
 from kg_agents.llm.ranking import Ranking
 from kg_agents.methods.graph_cot.parsing import (
@@ -771,7 +771,7 @@ class ExploreInteraction(Interaction):
         if ranked and self.relation_chain and length >= 2 and plan is None and not branch.get("depth"):
             plan = self._plan(question, seen[: self.max_entities], length, trace)
         ends = None  # a whole chain's ends, walked by the store: the answer's candidates
-        if plan and len(plan) == length and not branch.get("depth") and has_chain_queries(self.kg):
+        if plan and len(plan) == length and not branch.get("depth") and joins_in_engine(self.kg):
             found, new_seen, search_trace, depth, ends = self._walk_plan(seen, visited, plan)
         else:
             found, new_seen, search_trace, depth = self._search(

@@ -24,7 +24,7 @@ from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, halted, no_answer_error
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, Direction, Path, Triple, check_direction, has_chain_queries
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, Path, Triple, check_direction, joins_in_engine
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 from kg_agents.methods.knowledge_navigator.knowledge import (
@@ -484,7 +484,7 @@ def expand(
     truncated: list[str] = []
     chains = state.get("chains") or []
     steps: list[tuple[str, Triple]] = []  # (the entity a triple was reached from, the triple)
-    whole = hop == 0 and bool(chains) and has_chain_queries(deps.kg)
+    whole = hop == 0 and bool(chains) and joins_in_engine(deps.kg)
     if whole:  # the store walks each kept chain to its ends (fanout_limit of them per topic entity)
         core = state.get("core") or []
         walks = [walk_chain(deps.kg, core, relation_path(c), limit=deps.fanout_limit) for c in chains]

@@ -27,7 +27,7 @@ from kg_agents.methods.graph_cot.graph import (
     expected_llm_calls,
 )
 from tests.fakes import FakeChat, FakeHops
-from tests.kg.hop_by_hop import HopByHopKG
+from tests.kg.hop_by_hop import EngineJoinKG, HopByHopKG
 from tests.methods.graph_cot.helpers import (
     END_Q,
     EXTRACT,
@@ -592,10 +592,11 @@ def test_real_local_model_walks_a_ranked_relation_chain(metaqa, local_llm):
     # followed its relation
     assert len(plan["chosen"]) == 2 and plan["ranking"]["route"] == "logprobs" and plan["chains"] > 1
     assert plan["example"] is False  # a 2-hop chain is ranked without the 2-hop worked example
-    # the store walks the chosen chain whole: one level, from the topic entity, whose ends are ranked
-    level = steps[0]["search"][0]
-    assert len(steps) == 1 and level["by"] == "whole chain" and level["entities"] == ["Babaloo Mandel"]
-    assert level["ends"] >= 1 and steps[0]["action"].startswith("Finish[")
+    # in memory the chain is followed hop by hop, each level by its relation
+    assert [s["search"][0]["relations"].get(e) for s in steps for e in s["search"][0]["entities"]][:1] == [
+        [plan["chosen"][0]]
+    ]
+    assert all(s["search"][0]["by"] == "chain" for s in steps)
     assert set(out["answers"]) <= {metaqa.label(p.end) for p in out["paths"]}
     for p in out["paths"]:
         assert all(metaqa.has_triple(t.head, t.relation, t.tail) for t in p.triples)
@@ -910,7 +911,7 @@ def test_ranked_explorer_chooses_the_relations_as_one_chain_of_the_walks_length(
 
 def test_on_a_store_with_chain_queries_the_explorer_walks_the_chosen_chain_whole():
     llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
-    out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3).invoke(Q3)
+    out = create_graph_explore_graph(EngineJoinKG(KG), llm=llm, max_steps=4, hops=3).invoke(Q3)
     steps = _trace(out, "expand")
     assert steps[0]["plan"]["chosen"] == ["written_by", "~written_by", "starred_actors"]
     # one step, one search level: the store's walks to the chain's ends, no relation or entity pruning
@@ -924,7 +925,7 @@ def test_on_a_store_with_chain_queries_the_explorer_walks_the_chosen_chain_whole
     ]
     # the ends are cut at fanout_limit per entity, and the cut is traced
     llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=trap_scores, tools=False)
-    out = create_graph_explore_graph(KG, llm=llm, max_steps=2, hops=2, fanout_limit=1).invoke(
+    out = create_graph_explore_graph(EngineJoinKG(KG), llm=llm, max_steps=2, hops=2, fanout_limit=1).invoke(
         {"question": "who directed the films of [Tom Hanks]", "topic_entities": ["Tom Hanks"]}
     )
     level = _trace(out, "expand")[0]["search"][0]

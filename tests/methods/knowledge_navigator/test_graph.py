@@ -27,7 +27,7 @@ from kg_agents.methods.knowledge_navigator.knowledge import (
 )
 from kg_agents.methods.knowledge_navigator.train import fit_softmax_head
 from tests.fakes import FakeChat
-from tests.kg.hop_by_hop import HopByHopKG
+from tests.kg.hop_by_hop import EngineJoinKG, HopByHopKG
 
 Q = "who directed the films written by [Babaloo Mandel]"
 VARIANTS = (
@@ -515,9 +515,9 @@ def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
     ).invoke(q, context={"hops": 3})
     assert next(t for t in plain["trace"] if t["node"] == "select_chains")["example"] is False
     # the store walks the kept chain whole: one expand, the same answer and path
-    whole = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False).invoke(
-        q, context={"hops": 2}
-    )
+    whole = create_knowledge_navigator_graph(
+        EngineJoinKG(kg), llm=llm, num_variants=0, calibrate=False
+    ).invoke(q, context={"hops": 2})
     expands = [t for t in whole["trace"] if t["node"] == "expand"]
     assert len(expands) == 1 and expands[0]["whole_chains"] and expands[0]["hop"] == 2
     assert whole["answers"] == ["1984"] and [p.to_text() for p in whole["paths"]] == [
@@ -561,9 +561,9 @@ def test_the_chain_vote_the_budget_and_a_graph_without_chains(kg):
         "release_year",
     ]
     # walked whole by the store, both kept chains reach their ends: the directors and the years
-    whole = create_knowledge_navigator_graph(kg, llm=llm, num_variants=1, calibrate=False, top_m=2).invoke(
-        q, context={"hops": 2}
-    )
+    whole = create_knowledge_navigator_graph(
+        EngineJoinKG(kg), llm=llm, num_variants=1, calibrate=False, top_m=2
+    ).invoke(q, context={"hops": 2})
     assert [t["whole_chains"] for t in whole["trace"] if t["node"] == "expand"] == [True]
     ends = {"Ron Howard", "Penny Marshall", "Robert Zemeckis", "1984", "1988"}
     assert ends <= {x for line in whole["evidence"] for x in ends if x in line}
