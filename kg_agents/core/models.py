@@ -102,6 +102,7 @@ _LOCAL_SETTINGS = (
     "batch_size",
     "batch_window",
     "dtype",
+    "prefix_cache",
 )
 
 
