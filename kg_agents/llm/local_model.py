@@ -47,6 +47,7 @@ __all__ = [
     "ensure_converted",
     "load_local_model",
     "load_local_tokenizer",
+    "loading_output",
     "prepare_local_model",
     "resolve_dtype",
     "set_loading_progress",
@@ -82,9 +83,10 @@ def set_loading_progress(show: bool) -> None:
 
 
 @contextlib.contextmanager
-def _loading_output(show: bool | None = None) -> Iterator[None]:
+def loading_output(show: bool | None = None) -> Iterator[None]:
     """Within the block, transformers prints no progress bar or warning unless ``show`` (default: the
-    :func:`set_loading_progress` setting); the settings it changes are restored after it."""
+    :func:`set_loading_progress` setting); the settings it changes are restored after it. For code that
+    loads or writes weights itself (merging an adapter)."""
     if _SHOW_PROGRESS if show is None else show:
         yield
         return
@@ -310,7 +312,7 @@ def ensure_converted(dtype: str = "float32", *, rebuild: bool = False) -> Path:
                 "the local model needs transformers, gguf and accelerate (pip install 'kg-agents[local]')"
             ) from exc
         try:
-            with _loading_output(), atomic_directory(target) as tmp:
+            with loading_output(), atomic_directory(target) as tmp:
                 _convert(dtype, tmp)
         except ModelError:
             raise
@@ -382,7 +384,7 @@ def prepare_local_model(
 def _tokenizer_from(directory: Path) -> Any:
     from transformers import AutoTokenizer
 
-    with _loading_output():
+    with loading_output():
         tok = AutoTokenizer.from_pretrained(str(directory))
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -416,7 +418,7 @@ def _load(directory: Path, name: str) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
 
     tok = _tokenizer_from(directory)
-    with _loading_output():
+    with loading_output():
         weights = torch.float32 if name == "int8" else getattr(torch, name)
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=weights)
         if name == "int8":

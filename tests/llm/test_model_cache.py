@@ -176,7 +176,7 @@ def test_quiet_loading_restores_the_library_settings() -> None:
     from transformers.utils import logging as hf_logging
 
     bars, verbosity, bar = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity(), gguf_utils.tqdm
-    with local_model._loading_output(), local_model._quiet_gguf():
+    with local_model.loading_output(), local_model._quiet_gguf():
         assert not hf_logging.is_progress_bar_enabled() and gguf_utils.tqdm is not bar
     assert (hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()) == (bars, verbosity)
     assert gguf_utils.tqdm is bar
@@ -220,7 +220,7 @@ def test_cached_weights_give_the_logits_of_converting() -> None:
 
     prepare_local_model()
     gguf = local_model.smollm2_gguf_path()
-    with local_model._loading_output(), local_model._quiet_gguf():
+    with local_model.loading_output(), local_model._quiet_gguf():
         fresh = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name).eval()
     for dtype in ("float32", "bfloat16"):
         reference = local_model.cast_model(fresh, dtype)
@@ -299,3 +299,15 @@ def test_a_killed_conversion_leaves_no_half_cache(borrowed_float32: Path) -> Non
     assert checkpoint_problem(w.path, "bfloat16", full=True) is None
     manifest = json.loads((w.path / MANIFEST).read_text(encoding="utf-8"))
     assert manifest["dtype"] == "bfloat16" and "model.safetensors" in manifest["files"]
+
+
+@pytest.mark.integration
+def test_merging_an_adapter_prints_nothing(borrowed_float32: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A specialist adapter merged on its first use (a conversion too) is as quiet as a load."""
+    from kg_agents.core.models import BUNDLED_SPECIALIST
+    from kg_agents.llm.adapters import merged_model_dir
+
+    capfd.readouterr()
+    merged = merged_model_dir(BUNDLED_SPECIALIST)
+    assert merged.parent == borrowed_float32 and (merged / "config.json").is_file()
+    assert capfd.readouterr() == ("", "")

@@ -7,7 +7,13 @@ from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.adapters import BASE_MODEL
-from kg_agents.llm.local_model import cast_model, ensure_converted, load_local_tokenizer, resolve_dtype
+from kg_agents.llm.local_model import (
+    cast_model,
+    ensure_converted,
+    load_local_tokenizer,
+    loading_output,
+    resolve_dtype,
+)
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
 __all__ = ["BASE_MODEL", "BUNDLED_ADAPTER", "load_gcr_decoder", "resolve_adapter"]
@@ -66,8 +72,9 @@ def load_gcr_decoder(adapter: str | FsPath, *, dtype: str | None = None, **kwarg
         from peft import PeftModel
 
         tok = load_local_tokenizer()
-        base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
-        model = cast_model(PeftModel.from_pretrained(base, str(path)).merge_and_unload(), name)
+        with loading_output():
+            base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
+            model = cast_model(PeftModel.from_pretrained(base, str(path)).merge_and_unload(), name)
         model.eval()
     except (OSError, ValueError, ImportError, RuntimeError, KeyError) as exc:
         raise ModelError(f"could not load the GCR adapter at {adapter}: {exc}") from exc
