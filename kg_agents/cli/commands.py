@@ -1,5 +1,5 @@
 """The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``demo``, ``train``, ``build-tries``,
-``synth``, ``pack``, ``version``.
+``synth``, ``pack``, ``prepare``, ``version``.
 
 Examples::
 
@@ -13,6 +13,7 @@ Examples::
     kg-agents build-tries --dataset metaqa-2hop --hops 2 --out tries/metaqa-2hop
     kg-agents synth pq-2h --out runs/synth-pq --n 500
     kg-agents pack show auto --kg metaqa
+    kg-agents prepare          # convert and cache the local model's weights (make setup runs it)
 
 ``--set KEY=VALUE`` (repeatable) sets one of the method's factory options or a field of its per-run
 context, typed from the annotation; an unknown key is an error listing the valid ones. Errors a user
@@ -23,8 +24,8 @@ Ctrl-C ends a command with status 130 and one line: what was kept (the questions
 ``predictions.jsonl``, the last training checkpoint, the tries already built) and the exact command
 that resumes the run.
 
-Model loading is quiet: no weight-loading progress bars and no library warnings (``-v`` shows them);
-the progress bars of long runs (``eval``, ``train``) are kg-agents' own and stay.
+Model loading is quiet: no weight-loading or conversion progress bars and no library warnings (``-v`` shows
+them); the progress bars of long runs (``eval``, ``train``) are kg-agents' own and stay.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from typing import Any
 
 from kg_agents.core.records import error_text, run_level_errors
 from kg_agents.errors import ConfigError, DataFormatError, KGAgentsError, KGError, ModelError
+from kg_agents.llm.local_model import CACHED_DTYPES, prepare_local_model, set_loading_progress
 from kg_agents.options import needs_model
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "cmd_eval",
     "cmd_methods",
     "cmd_synth",
+    "cmd_prepare",
     "cmd_train",
     "cmd_version",
     "format_update",
@@ -476,6 +479,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare(args: argparse.Namespace) -> int:
+    for w in prepare_local_model(args.dtypes, verify=args.verify):
+        if args.verbose:
+            done = f"converted in {w.seconds:.1f} s: {w.reason}" if w.converted else "cached, whole"
+            print(f"{w.dtype}: {w.path} ({done})", file=sys.stderr)
+    return 0
+
+
 def cmd_build_tries(args: argparse.Namespace) -> int:
     """Offline KG-Tries (GCR, appendix B) for a file of entities or a dataset's topic entities."""
     from kg_agents.methods.gcr.build_tries import build_tries_command
@@ -679,6 +690,10 @@ def build_parser() -> argparse.ArgumentParser:
     from kg_agents.packs.cli import add_pack_commands
 
     add_pack_commands(add_parser("pack", help="show, list or register KG packs (see docs/packs.md)"))
+    w = add_parser("prepare", help="convert and cache the local model's weights in each dtype (once)")
+    w.add_argument("--dtypes", nargs="+", default=list(CACHED_DTYPES), choices=CACHED_DTYPES)
+    w.add_argument("--verify", action="store_true", help="check every cached file's SHA-256, not its size")
+    w.set_defaults(func=cmd_prepare)
     return p
 
 
@@ -730,6 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.verbose:
         quiet_loading()
+    set_loading_progress(args.verbose)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

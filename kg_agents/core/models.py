@@ -101,6 +101,7 @@ _LOCAL_SETTINGS = (
     "batch_size",
     "batch_window",
     "dtype",
+    "prefix_cache",
 )
 
 

@@ -233,7 +233,12 @@ def merged_model_dir(adapter: str | os.PathLike[str]) -> Path:
         ModelError: the adapter does not load on the embedded model.
     """
     from kg_agents.files import cache_root
-    from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, ensure_converted, load_local_tokenizer
+    from kg_agents.llm.local_model import (
+        DEFAULT_LOCAL_MODEL,
+        ensure_converted,
+        load_local_tokenizer,
+        loading_output,
+    )
 
     src = adapter_folder(adapter)
     target = cache_root("models") / f"{DEFAULT_LOCAL_MODEL}+{src.resolve().name}-{_digest(src)}"
@@ -246,10 +251,11 @@ def merged_model_dir(adapter: str | os.PathLike[str]) -> Path:
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
 
-        base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
-        model = PeftModel.from_pretrained(base, str(src)).merge_and_unload()
-        model.save_pretrained(str(tmp))
-        load_local_tokenizer().save_pretrained(str(tmp))
+        with loading_output():
+            base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
+            model = PeftModel.from_pretrained(base, str(src)).merge_and_unload()
+            model.save_pretrained(str(tmp))
+            load_local_tokenizer().save_pretrained(str(tmp))
         try:
             tmp.rename(target)
         except OSError:

@@ -46,6 +46,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, Va
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, DTYPES, load_local_model, resolve_dtype
+from kg_agents.llm.prefix_cache import PrefixCache, prompt_cache
 from kg_agents.llm.tool_calling import TOOL_OPTIONS, ToolConstraint, format_tools, structured_output
 
 __all__ = ["LocalChatModel", "generation_lock", "messages_to_chat"]
@@ -238,6 +239,10 @@ class LocalChatModel(BaseChatModel):
         dtype: ``float32``, ``bfloat16``, ``int8`` (linear weights in int8) or ``auto`` (bfloat16 where the
             CPU computes it natively); None: ``$KG_AGENTS_DTYPE``, else float32
             (:func:`~kg_agents.llm.local_model.load_local_model`).
+        prefix_cache: reuse the keys and values of the longest prefix a prompt shares with a recent one
+            (:mod:`kg_agents.llm.prefix_cache`), in option ranking and in unbatched generation (tool calls,
+            structured output, streaming, seeded sampling, ``batch_size=1``); batched generation pads
+            its prompts to one width and runs them whole.
 
     Examples:
         >>> llm = LocalChatModel(max_tokens=16)  # doctest: +SKIP
@@ -260,6 +265,7 @@ class LocalChatModel(BaseChatModel):
     batch_size: int = 16
     batch_window: float = 0.01
     dtype: str | None = None
+    prefix_cache: bool = True
 
     _hf: tuple[Any, Any] | None = PrivateAttr(default=None)
 
@@ -328,6 +334,12 @@ class LocalChatModel(BaseChatModel):
         if self._hf is None:
             self._hf = load_local_model(self.model_path, dtype=self.dtype)
         return self._hf
+
+    def prompt_cache(self) -> PrefixCache | None:
+        """The prefix cache of this model's checkpoint and dtype (None when ``prefix_cache`` is off)."""
+        if not self.prefix_cache:
+            return None
+        return prompt_cache(self.model_path or DEFAULT_LOCAL_MODEL, resolve_dtype(self.dtype))
 
     def get_num_tokens(self, text: str) -> int:
         """Number of tokens of ``text`` with this model's tokenizer."""
@@ -443,18 +455,29 @@ class LocalChatModel(BaseChatModel):
         with generation_lock(self.model_path), torch.inference_mode():
             if p["seed"] is not None and p["config"].do_sample:
                 torch.manual_seed(int(p["seed"]))
+            cache = self.prompt_cache()
+            past = None
+            if cache is not None:  # the documented way: a filled cache of the prompt's first tokens
+                from transformers import DynamicCache
+
+                past = cache.lookup(p["inputs"]["input_ids"][0].tolist())[1]
+                past = DynamicCache(config=p["model"].config) if past is None else past
             try:
-                return p["model"].generate(
+                out = p["model"].generate(
                     **p["inputs"],
                     generation_config=p["config"],
                     stopping_criteria=p["criteria_list"],
                     logits_processor=p["processors"],
                     streamer=streamer,
+                    past_key_values=past,
                 )
             except ModelError:
                 raise
             except Exception as exc:
                 raise ModelError(f"generation with {self.model_name} failed: {exc}") from exc
+            if cache is not None and past is not None and past.get_seq_length():  # all but the last token
+                cache.store(out[0, : past.get_seq_length()].tolist(), past)
+            return out
 
     @staticmethod
     def _finish_reason(p: dict[str, Any], out_ids: list[int], stopped: bool) -> str:

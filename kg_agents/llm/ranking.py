@@ -3,7 +3,9 @@
 :func:`rank_options` scores every option as the assistant's whole reply to ``messages``: the sum of the
 log-probabilities of the option's tokens and of the end-of-turn token that closes it (so "Tom" does not
 win over "Tom Hanks" by being a prefix of it). The prompt is encoded once; the options are scored in
-batches on top of its cache. Routes, best first:
+batches on top of its cache. On the embedded model, the prompt's beginning that it shares with a recent
+prompt (a method's instructions and examples) is not encoded again (:mod:`kg_agents.llm.prefix_cache`).
+Routes, best first:
 
 - ``logprobs`` on the embedded model (:class:`~kg_agents.llm.chat.LocalChatModel`): exact scores from
   one forward pass over the prompt and batched passes over the options;
@@ -40,6 +42,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from kg_agents.errors import ConfigError, ModelError
+from kg_agents.llm.prefix_cache import PrefixCache, prefill
 from kg_agents.untrusted import neutralize_control
 
 __all__ = [
@@ -225,12 +228,15 @@ def score_local(
     batch_size: int = 32,
     complete: bool = True,
     per_token: bool = False,
+    prefix_cache: PrefixCache | None = None,
 ) -> tuple[list[float], int]:
     """Exact reply log-probabilities of ``options`` on a transformers causal LM (``per_token``: their
     mean over the option's tokens instead of their sum).
 
-    The prompt runs once (its KV cache kept); the options run in batches of ``batch_size`` on copies of
-    that cache, right-padded so no mask is needed (a real token never attends to a later pad).
+    The prompt runs once (its KV cache kept; with ``prefix_cache``, only the part after the longest
+    prefix it shares with a cached prompt, see :func:`~kg_agents.llm.prefix_cache.prefill`); the options
+    run in batches of ``batch_size`` on copies of that cache, right-padded so no mask is needed (a real
+    token never attends to a later pad).
 
     Returns:
         ``(scores, tokens_read)``: one summed log-probability per option, and prompt + option tokens.
@@ -240,9 +246,8 @@ def score_local(
     prefix, conts = reply_token_ids(tok, chat, options, complete=complete)
     scores: list[float] = []
     with torch.inference_mode():
-        out = model(torch.tensor([prefix]), use_cache=True)
-        first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
-        cache = out.past_key_values
+        logits, cache = prefill(model, prefix, prefix_cache)
+        first = torch.log_softmax(logits.float(), dim=-1)
         for start in range(0, len(conts), batch_size):
             chunk = conts[start : start + batch_size]
             width = max(len(c) for c in chunk)
@@ -417,7 +422,14 @@ def rank_options(
         try:
             with generation_lock(llm.model_path):
                 scores, n_in = score_local(
-                    model, tok, chat, replies, batch_size=batch_size, complete=complete, per_token=per_token
+                    model,
+                    tok,
+                    chat,
+                    replies,
+                    batch_size=batch_size,
+                    complete=complete,
+                    per_token=per_token,
+                    prefix_cache=llm.prompt_cache(),
                 )
         except ModelError:
             raise

@@ -104,6 +104,34 @@ def test_verbose_flag_before_or_after_the_command(argv, verbose):
     assert cli.build_parser().parse_args(argv).verbose is verbose
 
 
+def test_prepare_is_quiet_unless_verbose(capsys, monkeypatch, tmp_path):
+    from kg_agents.llm import local_model
+    from kg_agents.llm.local_model import PreparedWeights
+
+    calls = []
+
+    def prepare(dtypes, *, verify=False):
+        calls.append((list(dtypes), verify, local_model._SHOW_PROGRESS))
+        return [
+            PreparedWeights("float32", tmp_path / "f32", False, None, 0.01),
+            PreparedWeights("bfloat16", tmp_path / "bf16", True, "no checkpoint at x", 1.5),
+        ]
+
+    monkeypatch.setattr(cli, "prepare_local_model", prepare)
+    monkeypatch.setattr(local_model, "_SHOW_PROGRESS", False)
+    assert cli.main(["prepare"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert cli.main(["prepare", "-v", "--dtypes", "bfloat16", "--verify"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert calls == [(["float32", "bfloat16"], False, False), (["bfloat16"], True, True)]
+    assert err == [
+        f"float32: {tmp_path / 'f32'} (cached, whole)",
+        f"bfloat16: {tmp_path / 'bf16'} (converted in 1.5 s: no checkpoint at x)",
+    ]
+    with pytest.raises(SystemExit):  # int8 is quantized from float32's weights as they load
+        cli.main(["prepare", "--dtypes", "int8"])
+
+
 def test_ask_set_factory_and_context_options(capsys, chat, kg_file):
     rc = cli.main(
         [

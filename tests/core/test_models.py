@@ -78,6 +78,23 @@ def test_your_own_model_is_used_as_it_is_and_takes_no_adapter():
         default_llm(chat, kg=kg, adapter="specialist")
 
 
+def test_the_embedded_models_settings_go_with_its_adapter(monkeypatch):
+    import kg_agents.core.models as models
+    from kg_agents.llm.chat import LocalChatModel
+
+    seen = {}
+
+    def resolve(spec, **settings):
+        seen.update(settings, spec=spec)
+        return "adapted"
+
+    monkeypatch.setattr(models, "resolve_chat_model", resolve)
+    kg = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
+    assert default_llm(LocalChatModel(dtype="bfloat16", prefix_cache=False, batch_size=4), kg=kg) == "adapted"
+    assert seen["spec"].startswith("local:") and seen["dtype"] == "bfloat16"
+    assert seen["prefix_cache"] is False and seen["batch_size"] == 4
+
+
 def test_knowledge_navigator_asks_for_its_own_adapter(monkeypatch):
     import kg_agents.methods.knowledge_navigator.graph as kn
 

@@ -101,9 +101,9 @@ def test_dtype_is_validated_and_read_from_the_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv(local_model.DTYPE_ENV, "half")
     with pytest.raises(ConfigError, match="KG_AGENTS_DTYPE"):
         local_model.resolve_dtype()
-    monkeypatch.setattr(local_model, "_cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(local_model, "cpu_has_bf16", lambda: True)
     assert local_model.resolve_dtype("auto") == "bfloat16"
-    monkeypatch.setattr(local_model, "_cpu_has_bf16", lambda: False)
+    monkeypatch.setattr(local_model, "cpu_has_bf16", lambda: False)
     assert local_model.resolve_dtype("auto") == "float32"
 
 

@@ -7,7 +7,13 @@ from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.adapters import BASE_MODEL
-from kg_agents.llm.local_model import ensure_converted, load_local_tokenizer
+from kg_agents.llm.local_model import (
+    cast_model,
+    ensure_converted,
+    load_local_tokenizer,
+    loading_output,
+    resolve_dtype,
+)
 from kg_agents.methods.gcr.local_decoder import LocalConstrainedDecoder
 
 __all__ = ["BASE_MODEL", "BUNDLED_ADAPTER", "load_gcr_decoder", "resolve_adapter"]
@@ -40,11 +46,13 @@ def resolve_adapter(adapter: str | FsPath) -> FsPath:
     return path
 
 
-def load_gcr_decoder(adapter: str | FsPath, **kwargs: Any) -> Any:
+def load_gcr_decoder(adapter: str | FsPath, *, dtype: str | None = None, **kwargs: Any) -> Any:
     """A ``LocalConstrainedDecoder`` over a fresh copy of the local model with a GCR LoRA adapter merged.
 
     Args:
         adapter: ``"bundled"`` or an adapter directory (see :func:`resolve_adapter`).
+        dtype: the dtype the merged model runs in (see :func:`~kg_agents.llm.local_model.resolve_dtype`;
+            None: ``$KG_AGENTS_DTYPE``, else float32); the adapter is merged in float32 first.
         **kwargs: options of :class:`~kg_agents.methods.gcr.local_decoder.LocalConstrainedDecoder`.
 
     Raises:
@@ -59,12 +67,15 @@ def load_gcr_decoder(adapter: str | FsPath, **kwargs: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
     path = resolve_adapter(adapter)
+    name = resolve_dtype(dtype)
     try:
         from peft import PeftModel
 
         tok = load_local_tokenizer()
-        base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
-        model = PeftModel.from_pretrained(base, str(path)).merge_and_unload().eval()
+        with loading_output():
+            base = AutoModelForCausalLM.from_pretrained(str(ensure_converted()), dtype=torch.float32)
+            model = cast_model(PeftModel.from_pretrained(base, str(path)).merge_and_unload(), name)
+        model.eval()
     except (OSError, ValueError, ImportError, RuntimeError, KeyError) as exc:
         raise ModelError(f"could not load the GCR adapter at {adapter}: {exc}") from exc
     return LocalConstrainedDecoder(model, tok, **kwargs)

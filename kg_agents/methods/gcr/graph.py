@@ -331,7 +331,7 @@ def _decoder(
                 "adapter= applies to the local decoder only; with decoder= a vLLM server or "
                 "your own decoder, merge the adapter into the model it runs instead"
             )
-        return load_gcr_decoder(adapter, path_scores=path_scores)
+        return load_gcr_decoder(adapter, dtype=dtype, path_scores=path_scores)
     if isinstance(decoder, str):
         return resolve_decoder(decoder, path_scores=path_scores)
     return LocalConstrainedDecoder(dtype=dtype, path_scores=path_scores) if decoder is None else decoder

@@ -32,6 +32,42 @@ def test_adapter_and_decoder_together_are_refused():
         create_gcr_graph(kg, adapter="bundled", decoder="vllm:http://127.0.0.1:9/v1", general_llm=None)
 
 
+def test_the_adapter_decoder_runs_in_the_dtype_of_the_chat_model(monkeypatch):
+    from kg_agents.llm import LocalChatModel
+    from kg_agents.methods.gcr import graph as gcr_graph
+
+    seen = []
+
+    def load(adapter, **kwargs):
+        seen.append((adapter, kwargs.get("dtype")))
+        return tiny_decoder()
+
+    monkeypatch.setattr(gcr_graph, "load_gcr_decoder", load)
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    create_gcr_graph(kg, adapter="bundled", llm=LocalChatModel(dtype="bfloat16"))
+    create_gcr_graph(kg, adapter="bundled", general_llm=None)  # no chat model: $KG_AGENTS_DTYPE decides
+    assert seen == [("bundled", "bfloat16"), ("bundled", None)]
+
+
+@pytest.mark.integration
+def test_the_adapter_decoder_in_bfloat16(monkeypatch):
+    """The bundled adapter merged in float32, then its parameters cast (the rotary frequencies stay
+    float32, as ``from_pretrained`` leaves them); ``$KG_AGENTS_DTYPE`` reaches it; it still decodes."""
+    import torch
+
+    from kg_agents.kg import open_kg
+    from kg_agents.methods.gcr.adapter import load_gcr_decoder
+
+    monkeypatch.setenv("KG_AGENTS_DTYPE", "bfloat16")
+    dec = load_gcr_decoder("bundled", path_scores="trie")
+    assert dec.model.dtype == torch.bfloat16
+    assert dec.model.model.rotary_emb.inv_freq.dtype == torch.float32
+    metaqa = open_kg("metaqa")
+    graph = create_gcr_graph(metaqa, decoder=dec, general_llm=None, num_beams=3)
+    out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
+    assert out["paths"][0].to_text() == "Splash -> directed_by -> Ron Howard"
+
+
 def test_adapter_is_a_command_line_option():
     from kg_agents.cli.commands import MethodSetup
 
