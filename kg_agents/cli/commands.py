@@ -658,6 +658,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = add_parser("synth", help="synthesise questions with their answers from a KG alone")
     add_synth_arguments(s)
     s.set_defaults(func=cmd_synth)
+
+    from kg_agents.packs.build import add_specialise_parser
+
+    add_specialise_parser(add_parser)
     return p
 
 
