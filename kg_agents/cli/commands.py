@@ -1,5 +1,5 @@
 """The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``demo``, ``train``, ``build-tries``,
-``synth``, ``version``.
+``pack``, ``specialise``, ``synth``, ``version``.
 
 Examples::
 
@@ -12,6 +12,7 @@ Examples::
     kg-agents train dualr --set epochs=3
     kg-agents build-tries --dataset metaqa-2hop --hops 2 --out tries/metaqa-2hop
     kg-agents synth pq-2h --out runs/synth-pq --n 500
+    kg-agents pack show auto --kg metaqa
 
 ``--set KEY=VALUE`` (repeatable) sets one of the method's factory options or a field of its per-run
 context, typed from the annotation; an unknown key is an error listing the valid ones. Errors a user
@@ -179,9 +180,24 @@ class MethodSetup:
             default = adapter.default
             if default in ("auto", "none"):
                 model = default_llm(
-                    model, kg=kg, adapter=self.factory_options.get(name, default), method=self.name
+                    model,
+                    kg=kg,
+                    adapter=self.factory_options.get(name, default),
+                    method=self.name,
+                    pack=self.factory_options.get("pack", "auto"),
                 )
         return str(getattr(model, "model_name", type(model).__name__))
+
+    def pack_used(self, kg: Any) -> dict[str, str] | None:
+        """What a run records of the KG pack the graph over ``kg`` runs with (its ``pack`` option
+        resolved): name, fingerprint and folder, or None."""
+        from kg_agents.core.registry import get_method
+        from kg_agents.packs import pack_record, resolve_pack
+
+        option = get_method(self.name).options().get("pack")
+        if option is None:
+            return None
+        return pack_record(resolve_pack(kg, self.factory_options.get("pack", option.default)))
 
     def context(self, graph: Any) -> Any:
         """The per-run context from the settings that are not factory options (None when none)."""
@@ -410,6 +426,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "model": model,
         "model_used": setup.model_used(kg0),
+        "pack": setup.pack_used(kg0),
         "options": sorted(args.set or []),
         "kg": kg_spec,
     }
@@ -662,6 +679,10 @@ def build_parser() -> argparse.ArgumentParser:
     from kg_agents.packs.build import add_specialise_parser
 
     add_specialise_parser(add_parser)
+
+    from kg_agents.packs.cli import add_pack_commands
+
+    add_pack_commands(add_parser("pack", help="show, list or register KG packs (see docs/packs.md)"))
     return p
 
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from kg_agents.core.models import is_metaqa
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.files import atomic_write
 from kg_agents.kg.encoder import get_sentence_encoder
 from kg_agents.kg.text import BRACKETED
+from kg_agents.packs import HOP_CLASSIFIER, Pack
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -47,11 +47,13 @@ __all__ = [
     "forget_loaded",
     "load_hop_classifier",
     "mask_entities",
+    "pack_hops",
     "question_hops",
     "softmax",
 ]
 
-#: The bundled checkpoint, shipped with knowledge_navigator (graph_agent and graph_explore use it too).
+#: The bundled checkpoint, shipped with knowledge_navigator (graph_agent and graph_explore use it too): the
+#: bundled MetaQA pack's ``hop_classifier``, and the classifier of ``"predict"`` where no pack has one.
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "methods" / "knowledge_navigator" / "checkpoints"
 ENTITY_MASK = "ENTITY"
 _LOCK = threading.Lock()
@@ -249,15 +251,47 @@ def check_hops(hops: Any, name: str = "hops") -> int | str:
     raise ConfigError(f"{name} must be one of {', '.join(HOPS_MODES)} or a positive integer, got {hops!r}")
 
 
+def pack_hops(
+    pack: Pack | None, method: str, hop_classifier: Any = None, option: str = "hops"
+) -> tuple[Any, bool | None]:
+    """A method's hop classifier and whether its ``"auto"`` hop setting predicts, for its dependencies.
+
+    A ``hop_classifier`` given to the factory wins: ``(hop_classifier, None)`` (``"auto"`` predicts with
+    it, see :func:`question_hops`). Else the pack's ``hop_classifier`` component, with ``"auto"``
+    predicting where the pack's route for ``method`` says ``option`` is ``"predict"`` (the bundled MetaQA
+    pack's do for graph_agent, graph_explore, gcr and the RAG baselines). Without either,
+    ``(None, False)``: ``"predict"`` asks the bundled classifier and ``"auto"`` does not predict.
+
+    Raises:
+        ModelError: the pack's classifier cannot be read.
+
+    Example:
+        >>> pack_hops(None, "graph_explore")
+        (None, False)
+    """
+    if hop_classifier is not None:
+        return hop_classifier, None
+    folder = pack.component_path(HOP_CLASSIFIER) if pack is not None else None
+    if folder is None:
+        return None, False
+    return load_hop_classifier(folder), pack is not None and pack.predicts(method, option)
+
+
 def question_hops(
-    mode: int | str, kg: Any, question: str, topics: Sequence[str], hop_classifier: Any = None
+    mode: int | str,
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    hop_classifier: Any = None,
+    *,
+    auto: bool | None = None,
 ) -> int | None:
     """The hop count a method follows for ``question`` under the setting ``mode`` (None: none).
 
     An integer is taken as it is; ``"predict"`` asks ``hop_classifier`` (default: the bundled
-    :class:`HopClassifier`, the question with its topic entities' labels masked); ``"auto"`` does so
-    where a ``hop_classifier`` is given or on the MetaQA graph, whose question forms the bundled
-    classifier was trained on, and nowhere else; ``"none"``, or a question without topic entities,
+    :class:`HopClassifier`, the question with its topic entities' labels masked); ``"auto"`` does so where
+    ``auto`` is True (a KG pack's route says so, see :func:`pack_hops`), or, with ``auto`` None, where a
+    ``hop_classifier`` is given, and nowhere else; ``"none"``, or a question without topic entities,
     gives None. ``topics`` are entity ids; ``kg`` labels them only when the classifier is asked.
 
     Example:
@@ -265,12 +299,14 @@ def question_hops(
         2
         >>> question_hops("none", None, "who directed [Splash]", ["Splash"]) is None
         True
+        >>> question_hops("auto", None, "who directed [Splash]", ["Splash"]) is None
+        True
     """
     if mode == "none" or not topics:
         return None
     if isinstance(mode, int):
         return mode
-    if mode == "auto" and hop_classifier is None and not is_metaqa(kg):
+    if mode == "auto" and not (hop_classifier is not None if auto is None else auto):
         return None
     clf = hop_classifier if hop_classifier is not None else load_hop_classifier()
     return max(1, int(clf.predict([question], [[kg.label(e) for e in topics]])[0]))

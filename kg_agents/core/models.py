@@ -1,10 +1,10 @@
 """The chat model a graph uses: ``llm=None`` means the embedded local model, in every method.
 
-On the MetaQA graph the embedded model runs with a bundled specialist adapter (LoRA trained by
-``kg-agents train specialist`` on MetaQA's dev-train questions to rank every decision the methods ask of it):
-a method's own where it has one (:data:`BUNDLED_SPECIALISTS`: knowledge_navigator, graph_explore,
-graph_agent and gcr's general reasoner), the shared one for every other method;
-``adapter="none"`` gives the zero-shot model, ``adapter=DIR`` an adapter of your own.
+With a KG pack (:mod:`kg_agents.packs`; ``pack="auto"`` finds the bundled MetaQA pack on the MetaQA graph)
+the embedded model runs with the pack's specialist adapter (LoRA trained by ``kg-agents train specialist``
+to rank every decision the methods ask of it): a method's own where the pack has one (the MetaQA pack:
+knowledge_navigator, graph_explore, graph_agent and gcr's general reasoner), the shared one for every other
+method; ``adapter="none"`` gives the zero-shot model, ``adapter=DIR`` an adapter of your own.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.llm import resolve_chat_model
+from kg_agents.packs import Pack, resolve_pack
 
 __all__ = [
     "ADAPTER_FORMS",
@@ -26,7 +27,8 @@ __all__ = [
     "specialist_for",
 ]
 
-#: The specialist adapter shipped in the package (MetaQA dev-train; its record is ``specialist_train.json``).
+#: The specialist adapter shipped in the package (MetaQA dev-train; its record is ``specialist_train.json``),
+#: the bundled MetaQA pack's ``specialist`` component.
 BUNDLED_SPECIALIST = Path(__file__).resolve().parent.parent / "specialist" / "checkpoints" / "metaqa"
 
 #: A method's own bundled specialist where one measured better for it than the shared one (docs/results.md):
@@ -45,7 +47,7 @@ BUNDLED_SPECIALISTS = {
 }
 
 ADAPTER_FORMS = (
-    "'auto' (the bundled specialist on the MetaQA graph with the embedded model, else none), "
+    "'auto' (the KG pack's specialist with the embedded model, else none), "
     "'specialist' (the method's bundled MetaQA specialist), 'none' (the zero-shot embedded model), "
     "or a folder holding a LoRA adapter from `kg-agents train specialist`"
 )
@@ -63,28 +65,25 @@ def check_adapter(adapter: Any) -> str:
     return adapter
 
 
-def is_metaqa(kg: Any) -> bool:
-    """Whether ``kg`` is the MetaQA graph the bundled specialist was trained on: the bundled graph
-    (``open_kg("metaqa")``) or an endpoint opened with the ``metaqa`` profile."""
-    base = getattr(kg, "inner", kg)  # a metered wrapper
-    if getattr(base, "name", None) == "metaqa":
-        return True
-    profile = getattr(base, "profile", None)
-    return getattr(profile, "name", None) == "metaqa"
+def specialist_for(pack: Pack | None, adapter: str = "auto", method: str | None = None) -> str | None:
+    """The adapter folder the embedded model runs with for ``adapter`` (None: zero-shot): ``"auto"`` is
+    ``pack``'s specialist for ``method`` (its own, else the pack's shared one; none without a pack),
+    ``"specialist"`` the bundled MetaQA one (``method``'s own where it has one, :data:`BUNDLED_SPECIALISTS`,
+    else the shared one), a folder itself.
 
-
-def specialist_for(kg: Any, adapter: str = "auto", method: str | None = None) -> str | None:
-    """The adapter folder the embedded model runs with for ``adapter`` on ``kg`` (None: zero-shot); the
-    bundled one is ``method``'s own where it has one (:data:`BUNDLED_SPECIALISTS`), else the shared one."""
+    Raises:
+        ConfigError: a bad ``adapter``, or ``"specialist"`` without the bundled adapter installed.
+    """
     adapter = check_adapter(adapter)
-    if adapter == "none" or (adapter == "auto" and not is_metaqa(kg)):
+    if adapter == "none":
         return None
-    if adapter not in ("auto", "specialist"):
+    if adapter == "auto":
+        folder = pack.specialist_for(method) if pack is not None else None
+        return str(folder) if folder is not None else None
+    if adapter != "specialist":
         return adapter
     bundled = BUNDLED_SPECIALISTS.get(method or "", BUNDLED_SPECIALIST)
     if not (bundled / "adapter_config.json").is_file():
-        if adapter == "auto":
-            return None
         raise ConfigError(f"no bundled specialist adapter at {bundled}")
     return str(bundled)
 
@@ -105,19 +104,27 @@ _LOCAL_SETTINGS = (
 )
 
 
-def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto", method: str | None = None) -> Any:
+def default_llm(
+    llm: Any,
+    *,
+    kg: Any = None,
+    adapter: str = "auto",
+    method: str | None = None,
+    pack: str | Pack | None = "auto",
+) -> Any:
     """The chat model a graph uses: ``llm`` itself, a ``resolve_chat_model`` spec resolved
     (``"local"``, ``"openai:<model>"``), or the embedded local model when None.
 
     The embedded model (``None``, ``"local"``, or a ``LocalChatModel`` of the bundled weights, whatever its
-    settings) runs with the adapter that ``adapter`` names for ``kg`` and ``method`` (see
-    :func:`specialist_for`): on the MetaQA graph, ``auto`` gives it the method's bundled specialist, with the
-    same settings (``max_tokens``, ...).
+    settings) runs with the adapter that ``adapter`` names for ``method`` with the KG pack ``pack``
+    resolved for ``kg`` (:func:`~kg_agents.packs.resolve_pack`; no pack without a ``kg``, unless ``pack``
+    is one), see :func:`specialist_for`: on the MetaQA graph, ``auto`` gives it the method's specialist of
+    the bundled MetaQA pack, with the same settings (``max_tokens``, ...).
     Any other model is used as it is.
 
     Raises:
-        ConfigError: a bad ``adapter``, or an adapter other than ``auto``/``none`` with a model that is not
-            the embedded one (an adapter is trained for the embedded model).
+        ConfigError: a bad ``adapter`` or ``pack``, or an adapter other than ``auto``/``none`` with a model
+            that is not the embedded one (an adapter is trained for the embedded model).
     """
     from kg_agents.llm.chat import LocalChatModel
 
@@ -130,7 +137,8 @@ def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto", method: str 
                 f"{getattr(model, 'model_name', model)!r}; leave llm unset (or 'local') to use it"
             )
         return model
-    folder = specialist_for(kg, adapter, method)
+    resolved = None if kg is None and pack == "auto" else resolve_pack(kg, pack)
+    folder = specialist_for(resolved, adapter, method)
     if folder is None:
         return model
     settings = {k: getattr(model, k) for k in _LOCAL_SETTINGS}
@@ -139,7 +147,7 @@ def default_llm(llm: Any, *, kg: Any = None, adapter: str = "auto", method: str 
 
 def runs_adapter(model: Any) -> bool:
     """Whether ``model`` is the embedded model with a LoRA adapter merged (``local:DIR`` with an adapter
-    folder, or what :func:`default_llm` gives on MetaQA): ``resolve_chat_model`` names such a model
+    folder, or what :func:`default_llm` gives with a pack): ``resolve_chat_model`` names such a model
     ``SmolLM2-135M-Instruct+<folder>``."""
     from kg_agents.llm.adapters import ADAPTED_PREFIX
     from kg_agents.llm.chat import LocalChatModel

@@ -81,9 +81,10 @@ CHART = "metrics.png"
 RUN_INFO = "run.json"
 _RUN_KEYS = ("method", "dataset", "split", "seed", "model", "options", "kg")
 #: Also written to ``run.json``: the chat model the graph really ran (``--model local`` is the embedded
-#: model with the specialist adapter on MetaQA), compared on a rerun when the earlier run recorded it
+#: model with the specialist adapter on MetaQA) and the KG pack it ran with (name, fingerprint and folder,
+#: or null: ``kg_agents.packs.pack_record``), each compared on a rerun when the earlier run recorded it
 #: (older runs did not); and the package version, for the record only.
-_RUN_EXTRA_KEYS = ("model_used",)
+_RUN_EXTRA_KEYS = ("model_used", "pack")
 
 
 def gold_sets(q: Any) -> list[list[str]]:
@@ -317,8 +318,8 @@ async def run_eval(
             executor; give the loop one with at least ``concurrency`` threads (``kg-agents eval`` does) so
             that many are really in flight and the local model can batch their calls.
         context: the graphs' per-run context (``ainvoke(..., context=...)``), or None.
-        run_info: what identifies the run (method, dataset, split, seed, model, options, kg); a rerun in
-            the same directory must match it.
+        run_info: what identifies the run (method, dataset, split, seed, model, options, kg; and
+            ``model_used``, ``pack`` where known); a rerun in the same directory must match it.
         progress: show a progress bar on stderr.
         max_endpoint_failures: stop the run (raising the ``EndpointError``) once this many questions
             in a row ended because a KG endpoint failed: the endpoint is down, not one question's

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from kg_agents.errors import EntityNotFound, InvalidTermError, KGError
 from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
 from kg_agents.kg.profiles import Profile
-from kg_agents.kg.terms import iri
+from kg_agents.kg.terms import iri, literal
 
 
 class Node(NamedTuple):
@@ -183,6 +183,35 @@ def count_query() -> str:
     return "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
 
 
+def edge_count_query() -> str:
+    """The number of edges (triples whose subject and object are IRIs)."""
+    return "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o . FILTER(isIRI(?s) && isIRI(?o)) }"
+
+
+#: The key a page of :func:`triple_page_query` is ordered by: the three IRIs joined by spaces (an IRI
+#: holds no space, so the key names one triple).
+_EDGE_KEY = 'CONCAT(STR(?s), " ", STR(?p), " ", STR(?o))'
+
+
+def edge_key(subject: str, predicate: str, obj: str) -> str:
+    """The key of an edge, as :func:`triple_page_query` orders them (the IRIs joined by spaces)."""
+    return f"{subject} {predicate} {obj}"
+
+
+def triple_page_query(after: str | None, limit: int) -> str:
+    """One page of edges ``?s ?p ?o`` (IRI subject and object), the first ``limit`` whose key
+    (:func:`edge_key`) comes after ``after`` (None: from the first), in the order of that key.
+
+    Keyset paging: each page starts after the last key of the one before, so no ``OFFSET`` is needed
+    (Virtuoso refuses to sort past 10,000 rows of an ``OFFSET``) and no edge is read twice or missed.
+    """
+    cond = f" && ?k > {literal(after)}" if after is not None else ""
+    return (
+        f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o . BIND({_EDGE_KEY} AS ?k) "
+        f"FILTER(isIRI(?s) && isIRI(?o){cond}) }} ORDER BY ?k LIMIT {int(limit)}"
+    )
+
+
 # ---------------------------------------------------------------------- the shared store logic
 class _LRU:
     """A small thread-safe LRU cache (``maxsize=0`` disables it)."""
@@ -237,6 +266,8 @@ class SparqlBackedKG:
     max_features: int = 1000
     label_page_size: int = 5000
     max_relations: int = 100_000
+    #: Edges per request of :meth:`iter_triples` (Virtuoso answers at most 10,000 rows by default).
+    edge_page_size: int = 10_000
 
     def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
         self._cache = _LRU(cache_size)
@@ -474,6 +505,29 @@ class SparqlBackedKG:
             offset += page_size
         if current is not None and best is not None:
             yield self.profile.entity_id(current), best[1]
+
+    def count_edges(self) -> int:
+        """The number of edges (triples whose subject and object are IRIs), one ``COUNT`` query: what
+        :meth:`iter_triples` yields."""
+        rows = self._select(edge_count_query())
+        return int(rows[0]["n"].value) if rows else 0
+
+    def iter_triples(self) -> Iterator[Triple]:
+        """Every edge as a :class:`~kg_agents.kg.base.Triple` of ids, read in pages of
+        ``edge_page_size`` (10,000) by keyset paging (:func:`triple_page_query`): one request per page,
+        each ordered by the edge's IRIs, so a store that does not change between the pages yields every
+        edge once. Literal-valued triples and blank nodes are left out.
+        """
+        rel_id, ent_id = self.profile.relation_id, self.profile.entity_id
+        after: str | None = None
+        while True:
+            rows = self._select(triple_page_query(after, self.edge_page_size))
+            for row in rows:
+                yield Triple(ent_id(row["s"].value), rel_id(row["p"].value), ent_id(row["o"].value))
+            if len(rows) < self.edge_page_size:
+                return
+            last = rows[-1]
+            after = edge_key(last["s"].value, last["p"].value, last["o"].value)
 
 
 def _copy(tl: TripleList) -> TripleList:

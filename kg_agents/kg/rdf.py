@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from kg_agents.errors import ConfigError, DataFormatError, KGError
 from kg_agents.kg._query import Node, Row, SparqlBackedKG, check_read_only, count_query
+from kg_agents.kg.base import Triple
 from kg_agents.kg.memory import guess_format, read_delimited
 from kg_agents.kg.profiles import RDFS_LABEL, Profile, get_profile
 
@@ -176,13 +177,19 @@ class RdfKG(SparqlBackedKG):
             self._fingerprint = d.hexdigest()
         return self._fingerprint
 
-    def iter_triples(self) -> Iterator[tuple[str, str, str]]:
-        """Every edge ``(head, relation, tail)`` as ids (literal-valued triples left out)."""
+    @property
+    def source(self) -> str:
+        """Where the graph came from (``from_file``: the file's path, size and time), or ``""``."""
+        return self._source
+
+    def iter_triples(self) -> Iterator[Triple]:
+        """Every edge ``(head, relation, tail)`` as ids (literal-valued triples and blank nodes left out),
+        read from the graph directly."""
         from rdflib import URIRef
 
         for s, p, o in self.graph.triples((None, None, None)):
             if isinstance(s, URIRef) and isinstance(o, URIRef):
-                yield (
+                yield Triple(
                     self.profile.entity_id(str(s)),
                     self.profile.relation_id(str(p)),
                     self.profile.entity_id(str(o)),

@@ -231,7 +231,7 @@ def _summary(root: Path, ran: list[tuple[str, float, bool]], total: float, data:
     comps = data.get("components", {})
     if comps:
         lines.append("  components: " + ", ".join(sorted(comps)))
-    ev = (data.get("validation") or {}).get("synthesised", {})
+    ev = (((data.get("stages") or {}).get("evaluate") or {}).get("validation") or {}).get("synthesised", {})
     if ev:
         lines.append(
             "  validation hits@1: "
@@ -384,7 +384,6 @@ class _Context:
                 }
                 h1, n = summary.get("hits@1", 0), summary.get("n")
                 self.log(f"[evaluate] {name} {method}: hits@1 {h1:.3f} (n={n})")
-        self.manifest.set_validation(figures)
         return {"validation": figures}
 
     def _eval_one(self, method: str, questions: str, name: str) -> dict[str, Any]:
@@ -465,127 +464,105 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
-class _BuildManifest:
-    """The manifest of a pack being built: rewritten whole (atomically) after every change."""
+#: The route changes of a pack built here: the same routes as the bundled MetaQA pack's, with the shared
+#: specialist in place of the methods' own; each option is declared once the component it needs is in
+#: (``predict``: the hop classifier), so a pack built in part declares what it can.
+ROUTES: dict[str, tuple[str, dict[str, str]]] = {
+    "knowledge_navigator": (
+        "runs the pack's specialist (calibration off); the question's depth comes from the pack's hop "
+        "classifier",
+        {"adapter": "specialist", "hop_classifier": "hop_classifier"},
+    ),
+    "graph_explore": (
+        "the walk's length is the hop classifier's prediction: the relation chain is ranked once from the "
+        "topic entities and End? is not asked; the pack's specialist ranks",
+        {"adapter": "specialist", "hops": "predict"},
+    ),
+    "graph_agent": (
+        "Finish comes once the ranked relation chain has walked the predicted hops; the pack's specialist "
+        "ranks",
+        {"adapter": "specialist", "hops": "predict"},
+    ),
+    "gcr": (
+        "the pack's path generator decodes in a KG-Trie of exactly the predicted hop count; the general "
+        "reasoner runs the pack's specialist",
+        {"adapter": "gcr_path_generator", "general_adapter": "specialist", "hops": "predict"},
+    ),
+    "dualr": (
+        "the pack's GNN explores and the pack's specialist picks the answer",
+        {"checkpoint": "dualr", "adapter": "specialist"},
+    ),
+    "graph_rag": (
+        "the candidates are the entities at the predicted distance from the topic entities; the pack's "
+        "specialist ranks them",
+        {"adapter": "specialist", "answer_hops": "predict"},
+    ),
+    "text_rag": (
+        "the candidates are the entities at the predicted distance from the topic entities; the pack's "
+        "specialist ranks them",
+        {"adapter": "specialist", "answer_hops": "predict"},
+    ),
+}
 
-    def __init__(self, root: Path, data: dict[str, Any]) -> None:
-        self.root, self.data = root, data
+
+class _BuildManifest:
+    """The manifest of a pack being built (:class:`~kg_agents.packs.PackManifest`), written whole after
+    every change; a method's route changes are declared once every component they need is in."""
+
+    def __init__(self, root: Path, manifest: Any) -> None:
+        self.root, self.manifest = root, manifest
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return dict(self.manifest.to_json())
 
     @classmethod
     def open_or_create(cls, root: Path, graph: Any, *, source: str) -> _BuildManifest:
-        from kg_agents.packs import MANIFEST, kg_fingerprint, new_manifest
+        from kg_agents.packs import MANIFEST, PackManifest, kg_summary
 
-        path = root / MANIFEST
-        fingerprint = kg_fingerprint(graph)
-        if fingerprint is None:
+        summary = kg_summary(graph)
+        if summary is None:
             raise ConfigError(
                 f"cannot fingerprint the KG {source!r} (too large to read whole); no pack for it"
             )
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ConfigError(f"{path} is not a readable pack manifest ({exc})") from exc
-            had = (data.get("kg") or {}).get("fingerprint")
-            if had != fingerprint:
+        if (root / MANIFEST).is_file():
+            manifest = PackManifest.read(root)
+            if manifest.kg.get("fingerprint") != summary.fingerprint:
                 raise ConfigError(
-                    f"{root} is the pack of another KG (fingerprint {had}, this one {fingerprint}); "
-                    "give a new folder"
+                    f"{root} is the pack of another KG (fingerprint {manifest.kg.get('fingerprint')}, this "
+                    f"one {summary.fingerprint}); give a new folder"
                 )
-            return cls(root, data)
-        data = new_manifest(graph, name=root.name, source=source, fingerprint=fingerprint)
-        out = cls(root, data)
+            return cls(root, manifest)
+        kg = {**asdict(summary), "source": source}
+        out = cls(root, PackManifest(root.name, kg))
         out.save()
         return out
 
     def save(self) -> None:
-        from kg_agents.packs import MANIFEST
+        from kg_agents.packs import write_manifest
 
-        write_json(self.root / MANIFEST, self.data)
+        write_manifest(self.root, self.manifest)
 
     def stage(self, name: str) -> dict[str, Any] | None:
-        return (self.data.get("stages") or {}).get(name)
+        return self.manifest.stages.get(name)
 
     def finish_stage(self, name: str, record: dict[str, Any]) -> None:
-        self.data.setdefault("stages", {})[name] = record
+        self.manifest.stages[name] = json.loads(json.dumps(record, default=str))
         self.save()
 
     def components(self) -> dict[str, Any]:
-        return dict(self.data.get("components") or {})
+        return dict(self.manifest.components)
 
     def add_component(
         self, name: str, path: str, *, record: dict[str, Any], validation: dict[str, Any] | None = None
     ) -> None:
-        comp = {"path": path, "record": record}
-        if validation is not None:
-            comp["validation"] = validation
-        self.data.setdefault("components", {})[name] = comp
-        if name == "hop_classifier":
-            from kg_agents.packs import SYNTHESISED_ROUTES
-
-            self.data["routes"] = json.loads(json.dumps(SYNTHESISED_ROUTES))
+        record = json.loads(json.dumps(record, default=str))
+        self.manifest.add_component(name, path, record=record, validation=validation)
+        have = set(self.manifest.components)
+        for method, (summary, changes) in ROUTES.items():
+            kept = {
+                k: v for k, v in changes.items() if (v == "predict" and "hop_classifier" in have) or v in have
+            }
+            if kept:
+                self.manifest.set_route(method, summary, **kept)
         self.save()
-
-    def set_validation(self, figures: dict[str, Any]) -> None:
-        self.data["validation"] = figures
-        self.save()
-
-
-# ---------------------------------------------------------------------------- the command line
-def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
-    """``kg-agents specialise KG --out DIR``: the parser, given the CLI's ``add_parser``."""
-    s = add_parser(
-        "specialise", help="build a KG pack for a graph from the graph alone (every method trained)"
-    )
-    s.add_argument("kg", help="bundled name or triples file (TSV, s|r|o, N-Triples, Turtle)")
-    s.add_argument("--out", required=True, metavar="DIR", help="the pack folder (a rerun resumes it)")
-    s.add_argument(
-        "--budget", default="default", choices=list(BUDGETS), help="how much to do (default: default)"
-    )
-    s.add_argument(
-        "--stages",
-        default=None,
-        help=f"comma-separated: {', '.join(STAGES)}, or train (the four trainers); default: all",
-    )
-    s.add_argument("--hops", default="1,2,3", help="hop counts synthesised and learnt (default: 1,2,3)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the trainers run")
-    s.add_argument(
-        "--paraphrase", action="store_true", help="rephrase each relation path's form with --model"
-    )
-    s.add_argument("--model", default=None, help="the paraphrasing chat model (default: the embedded one)")
-    s.add_argument("--examples", metavar="FILE", help="a few real questions as style examples (optional)")
-    s.add_argument(
-        "--questions", metavar="FILE", help="your own questions to evaluate the pack on (optional)"
-    )
-    s.add_argument("--methods", default=",".join(PACK_METHODS), help="methods the evaluate stage runs")
-    s.add_argument("--no-register", action="store_true", help="do not register the pack for pack=auto")
-    s.add_argument("--json", action="store_true", help="print the manifest as JSON at the end")
-    s.set_defaults(func=cmd_specialise)
-
-
-def cmd_specialise(args: Any) -> int:
-    try:
-        hops = [int(h) for h in str(args.hops).split(",") if h.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"--hops must be comma-separated integers, got {args.hops!r}") from exc
-    data = specialise(
-        args.kg,
-        args.out,
-        budget=args.budget,
-        stages=args.stages,
-        seed=args.seed,
-        hops=hops,
-        device=args.device,
-        paraphrase=args.paraphrase,
-        model=args.model,
-        examples=args.examples,
-        questions=args.questions,
-        methods=[m.strip() for m in args.methods.split(",") if m.strip()],
-        register=not args.no_register,
-    )
-    if args.json:
-        print(json.dumps(data, indent=1, sort_keys=True, default=str))
-    else:
-        print(f"wrote {Path(args.out) / 'pack.json'}")
-    return 0

@@ -86,6 +86,7 @@ def test_no_import_cycles():
 FORBIDDEN = {
     "kg_agents.kg": (
         "kg_agents.llm",
+        "kg_agents.packs",
         "kg_agents.core",
         "kg_agents.methods",
         "kg_agents.eval",
@@ -95,11 +96,22 @@ FORBIDDEN = {
     "kg_agents.llm": (
         "kg_agents.specialist",
         "kg_agents.kg",
+        "kg_agents.packs",
         "kg_agents.core",
         "kg_agents.methods",
         "kg_agents.eval",
         "kg_agents.tools",
         "kg_agents.cli",
+    ),
+    # a pack knows KGs and files, never what runs its components
+    "kg_agents.packs": (
+        "kg_agents.llm",
+        "kg_agents.core",
+        "kg_agents.methods",
+        "kg_agents.eval",
+        "kg_agents.tools",
+        "kg_agents.cli",
+        "kg_agents.specialist",
     ),
     "kg_agents.core": (
         "kg_agents.methods",

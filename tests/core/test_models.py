@@ -1,52 +1,57 @@
-"""Which chat model a graph runs: the embedded model with the bundled specialist on MetaQA
-(``adapter="auto"``), zero-shot elsewhere or with ``adapter="none"``, a user's own model as it is; bad
-adapters are ConfigErrors."""
+"""Which chat model a graph runs: the embedded model with its KG pack's specialist (``adapter="auto"``; the
+bundled MetaQA pack's on MetaQA), zero-shot without a pack or with ``adapter="none"``, a user's own model
+as it is; bad adapters are ConfigErrors."""
 
 from __future__ import annotations
 
 import pytest
 
-from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import (
     BUNDLED_SPECIALIST,
     BUNDLED_SPECIALISTS,
     check_adapter,
     default_llm,
-    is_metaqa,
     specialist_for,
 )
 from kg_agents.core.registry import create_graph
 from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.packs import bundled_packs
 from tests.fakes import FakeChat
 
 ADAPTER_METHODS = ["knowledge_navigator", "graph_agent", "graph_explore", "graph_rag", "text_rag", "dualr"]
 
 
-def test_the_metaqa_graph_is_recognised_by_name_or_profile():
-    assert is_metaqa(MemoryKG(CONTRACT_TRIPLES, name="metaqa"))
-    assert is_metaqa(MeteredKG(MemoryKG(CONTRACT_TRIPLES, name="metaqa")))
-    assert not is_metaqa(MemoryKG(CONTRACT_TRIPLES))
+def metaqa_pack():
+    (pack,) = bundled_packs()
+    return pack
 
 
-def test_auto_picks_the_bundled_specialist_on_metaqa_only():
+def test_auto_picks_the_pack_s_specialist_and_none_without_a_pack():
     assert (BUNDLED_SPECIALIST / "adapter_config.json").is_file()
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES, name="metaqa")) == str(BUNDLED_SPECIALIST)
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES)) is None
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES, name="metaqa"), "none") is None
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist") == str(BUNDLED_SPECIALIST)
+    assert specialist_for(metaqa_pack()) == str(BUNDLED_SPECIALIST)
+    assert specialist_for(None) is None
+    assert specialist_for(metaqa_pack(), "none") is None
+    assert specialist_for(None, "specialist") == str(BUNDLED_SPECIALIST)
+
+
+def test_a_graph_named_metaqa_is_not_the_metaqa_graph():
+    # the pack is found by the KG's content, not its name
+    assert (
+        default_llm(None, kg=MemoryKG(CONTRACT_TRIPLES, name="metaqa")).model_name == "smollm2-135m-instruct"
+    )
 
 
 @pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore", "graph_agent", "gcr"])
 def test_these_methods_have_their_own_bundled_specialists(method):
     own = BUNDLED_SPECIALISTS[method]
     assert (own / "adapter_config.json").is_file() and own != BUNDLED_SPECIALIST
-    metaqa = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
+    metaqa = metaqa_pack()
     assert specialist_for(metaqa, "auto", method) == str(own)
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "specialist", method) == str(own)
+    assert specialist_for(None, "specialist", method) == str(own)
     assert specialist_for(metaqa, "none", method) is None
-    assert specialist_for(MemoryKG(CONTRACT_TRIPLES), "auto", method) is None
+    assert specialist_for(None, "auto", method) is None
     for other in ("graph_rag", "text_rag", "dualr", None):  # every other method: the shared one
         assert specialist_for(metaqa, "auto", other) == str(BUNDLED_SPECIALIST)
     # each has its own (graph_agent's went on from graph_explore's, whose chain prompt it ranks)

@@ -349,6 +349,22 @@ def test_unrenderable_ids_are_not_in_the_kg(endpoint: MiniEndpoint) -> None:
     assert endpoint.requests == []  # nothing was even sent
 
 
+def test_edges_are_listed_in_pages_each_once(endpoint: MiniEndpoint) -> None:
+    from kg_agents.kg._query import triple_page_query
+    from kg_agents.kg.testing import CONTRACT_TRIPLES
+
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0)
+    kg.edge_page_size = 3  # a subject's edges fall on two pages
+    assert kg.count_edges() == len(CONTRACT_TRIPLES)
+    listed = [(t.head, t.relation, t.tail) for t in kg.iter_triples()]
+    assert sorted(listed) == sorted(tuple(t) for t in CONTRACT_TRIPLES)
+    queries = [r["params"]["query"][0] for r in endpoint.requests if "ORDER BY ?k" in r["params"]["query"][0]]
+    assert len(queries) == len(CONTRACT_TRIPLES) // 3 + 1 and "OFFSET" not in "".join(queries)
+    # the key a page starts after is a literal, escaped like every other
+    hostile = triple_page_query('x" } . ?s ?p ?o . FILTER("', 10)
+    assert '?k > "x\\" } . ?s ?p ?o . FILTER(\\""' in hostile
+
+
 # ---------------------------------------------------------------------------- real servers
 @pytest.mark.server
 class TestSparqlKGOxigraphServerContract(KnowledgeGraphContract):

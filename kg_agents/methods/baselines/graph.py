@@ -33,7 +33,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
-from kg_agents.core.hops import check_hops
+from kg_agents.core.hops import check_hops, pack_hops
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -55,6 +55,7 @@ from kg_agents.methods.baselines.nodes import (
     text_rag_retrieve,
 )
 from kg_agents.methods.baselines.retrieval import TripleEmbeddings
+from kg_agents.packs import Pack, resolve_pack
 
 __all__ = [
     "GraphRAGContext",
@@ -92,6 +93,7 @@ def create_llm_only_graph(
     kg: KnowledgeGraph | None = None,
     *,
     llm: Any = None,
+    pack: str | Pack = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     prompt: PromptLike | None = None,
@@ -100,15 +102,19 @@ def create_llm_only_graph(
 
     Args:
         kg: unused (accepted so every method has the same signature).
-        llm: a LangChain chat model (default: the embedded local model).
+        llm: a LangChain chat model (default: the embedded local model, zero-shot).
+        pack: accepted so every method has the same options, and a named pack's folder is checked; no
+            component of a KG pack applies to a method that reads no KG (the model runs zero-shot).
         prompts: templates overriding the bundled ones by name: ``llm_only``
             (``kg_agents/methods/baselines/prompts/llm_only.txt``).
         checkpointer: a LangGraph checkpointer.
         prompt: a template overriding the ``llm_only`` prompt (not also in ``prompts``).
 
     Raises:
-        ConfigError: an unknown prompt name.
+        ConfigError: an unknown prompt name, or a ``pack`` that is not ``"auto"``, ``"none"`` or a pack.
     """
+    if pack != "auto":
+        resolve_pack(kg, pack)  # checked: a bad folder is an error now, as for every method
     template = prompt_templates("baselines", ["llm_only"], prompts, llm_only=prompt)["llm_only"]
     deps = LLMOnlyDeps(model=default_llm(llm), template=template, defaults=LLMOnlyContext(max_answers=10))
     g = StateGraph(
@@ -160,6 +166,7 @@ def create_graph_rag_graph(
     *,
     llm: Any = None,
     adapter: str = "auto",
+    pack: str | Pack = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -184,9 +191,14 @@ def create_graph_rag_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model (default: the embedded local model).
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
-            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
-            folder from ``kg-agents train specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's shared
+            specialist, the bundled one on the MetaQA graph; the zero-shot model without a pack),
+            ``"specialist"``, ``"none"`` (zero-shot) or a folder from ``kg-agents train specialist``; a
+            model of your own is used as it is.
+        pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
+            content, the bundled one on MetaQA), ``"none"`` or a pack's folder. It settles
+            ``adapter="auto"``, and ``answer_hops="auto"`` where its route for the method says
+            ``answer_hops=predict``.
         prompts: templates overriding the bundled ones by name: ``rag``
             (``kg_agents/methods/baselines/prompts/rag.txt``).
         checkpointer: a LangGraph checkpointer.
@@ -207,12 +219,13 @@ def create_graph_rag_graph(
             dev-validation questions here it gained 0.675 → 0.725 Hits@1, at twice the calls).
         answer_hops: ranked route: how many hops from the topic entities the answers lie; only the
             candidates that far are offered (all of them where none is). ``"auto"`` (default): predicted
-            by the hop classifier on the MetaQA graph, whose question forms it was trained on (or
-            wherever ``hop_classifier`` is given), and off elsewhere; ``"predict"``: always predicted;
+            by the KG pack's hop classifier where its route says so (the bundled MetaQA pack's, whose
+            question forms it was trained on), or wherever ``hop_classifier`` is given, and off
+            elsewhere; ``"predict"``: always predicted;
             a positive integer: that distance; ``"none"``: off, the 1-hop baseline of the papers. The
             papers' route (``decide="generate"``) ignores it. A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for
-            ``answer_hops`` (default: knowledge_navigator's bundled hop classifier).
+            ``answer_hops`` (default: the pack's, else knowledge_navigator's bundled hop classifier).
         max_hops: the farthest ``answer_hops`` reads (default 2); a larger distance is traced and
             not followed (the 1-hop baseline). On 40 MetaQA 3-hop dev-validation questions, reading
             3 hops scored 0.200 Hits@1 against the 1-hop baseline's 0.300, at 26x the seconds.
@@ -239,7 +252,9 @@ def create_graph_rag_graph(
         )
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
-    model = default_llm(llm, kg=kg, adapter=adapter)
+    chosen = resolve_pack(kg, pack)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_rag", pack=chosen)
+    hop_classifier, auto_hops = pack_hops(chosen, "graph_rag", hop_classifier, "answer_hops")
     deps = GraphRAGDeps(
         kg=mkg,
         model=model,
@@ -248,6 +263,7 @@ def create_graph_rag_graph(
         candidate_text=candidate_text,
         calibrate=calibrate,
         hop_classifier=hop_classifier,
+        auto_hops=auto_hops,
         max_hops=max_hops,
         hop_fanout=hop_fanout,
         max_neighbourhood=max_neighbourhood,
@@ -304,6 +320,7 @@ def create_text_rag_graph(
     *,
     llm: Any = None,
     adapter: str = "auto",
+    pack: str | Pack = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -335,9 +352,14 @@ def create_text_rag_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model (default: the embedded local model).
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
-            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
-            folder from ``kg-agents train specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's shared
+            specialist, the bundled one on the MetaQA graph; the zero-shot model without a pack),
+            ``"specialist"``, ``"none"`` (zero-shot) or a folder from ``kg-agents train specialist``; a
+            model of your own is used as it is.
+        pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
+            content, the bundled one on MetaQA), ``"none"`` or a pack's folder. It settles
+            ``adapter="auto"``, and ``answer_hops="auto"`` where its route for the method says
+            ``answer_hops=predict``.
         prompts: templates overriding the bundled ones by name: ``rag``
             (``kg_agents/methods/baselines/prompts/rag.txt``).
         checkpointer: a LangGraph checkpointer.
@@ -370,7 +392,8 @@ def create_text_rag_graph(
             ``"predict"``, a positive integer or ``"none"``, as for :func:`create_graph_rag_graph`. A
             distance beyond ``hops`` is traced and not followed (on 40 MetaQA 3-hop dev-validation
             questions, widening the neighbourhood to 3 hops scored 0.075 Hits@1 against 0.225).
-        hop_classifier: predicts ``answer_hops`` (default: knowledge_navigator's bundled one).
+        hop_classifier: predicts ``answer_hops`` (default: the pack's, else knowledge_navigator's
+            bundled one).
 
     Raises:
         ConfigError: an unknown ``scope``, ``decide``, ``candidate_text``, ``answer_hops`` or prompt
@@ -392,7 +415,9 @@ def create_text_rag_graph(
     check_hops(answer_hops, "answer_hops")
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
     mkg = MeteredKG(kg)
-    model = default_llm(llm, kg=kg, adapter=adapter)
+    chosen = resolve_pack(kg, pack)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="text_rag", pack=chosen)
+    hop_classifier, auto_hops = pack_hops(chosen, "text_rag", hop_classifier, "answer_hops")
     deps = TextRAGDeps(
         kg=mkg,
         model=model,
@@ -405,6 +430,7 @@ def create_text_rag_graph(
         candidate_text=candidate_text,
         calibrate=calibrate,
         hop_classifier=hop_classifier,
+        auto_hops=auto_hops,
         defaults=TextRAGContext(
             top_k=20, max_answers=10, decide=decide, answer_ratio=answer_ratio, answer_hops=answer_hops
         ),

@@ -94,6 +94,8 @@ class GraphRAGDeps:
         candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
         calibrate: ranked route: score each candidate by how much the question raises it.
         hop_classifier: predicts the answer's distance for ``answer_hops`` (None: the bundled one).
+        auto_hops: whether ``answer_hops="auto"`` predicts (the KG pack's route, see
+            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
         max_hops: the widest neighbourhood an answer distance may read.
         hop_fanout: at most this many triples per entity in a neighbourhood of two hops or more.
         max_neighbourhood: at most this many triples read for a neighbourhood of two hops or more.
@@ -107,6 +109,7 @@ class GraphRAGDeps:
     candidate_text: Literal["label", "path"] = "label"
     calibrate: bool = False
     hop_classifier: Any = None
+    auto_hops: bool | None = None
     max_hops: int = 2
     hop_fanout: int = 30
     max_neighbourhood: int = 300
@@ -119,7 +122,7 @@ def answer_distance(
     what to trace of it.
 
     ``ctx.answer_hops``: an integer as it is, ``"predict"`` from the hop classifier, ``"auto"`` from it
-    on the MetaQA graph (or wherever a ``hop_classifier`` is given), ``"none"`` never
+    where the KG pack's route says so (or wherever a ``hop_classifier`` is given), ``"none"`` never
     (:func:`~kg_agents.core.hops.question_hops`); the papers' route (``decide="generate"``) never. A
     distance beyond ``widest``, the farthest the method reads, is traced and not followed.
     """
@@ -127,7 +130,7 @@ def answer_distance(
     if ctx.decide != "rank":
         return None, {"answer_hops": None}
     topics = state.get("topic_entities") or []
-    hops = question_hops(mode, deps.kg, state["question"], topics, deps.hop_classifier)
+    hops = question_hops(mode, deps.kg, state["question"], topics, deps.hop_classifier, auto=deps.auto_hops)
     if hops is not None and hops > widest:
         return None, {"answer_hops": None, "predicted_hops": hops, "beyond": widest}
     return hops, {"answer_hops": hops}
@@ -314,6 +317,8 @@ class TextRAGDeps:
             ``auto``: the label where every candidate lies at one distance, else the path.
         calibrate: ranked route: score each candidate by how much the question raises it.
         hop_classifier: predicts the answer's distance for ``answer_hops`` (None: the bundled one).
+        auto_hops: whether ``answer_hops="auto"`` predicts (the KG pack's route, see
+            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
     """
 
     kg: MeteredKG
@@ -328,6 +333,7 @@ class TextRAGDeps:
     candidate_text: Literal["auto", "label", "path"] = "auto"
     calibrate: bool = False
     hop_classifier: Any = None
+    auto_hops: bool | None = None
 
 
 def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:

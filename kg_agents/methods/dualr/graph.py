@@ -50,6 +50,7 @@ from kg_agents.methods.dualr.nodes import (
     encode_question,
     explore,
 )
+from kg_agents.packs import DUALR, Pack, resolve_pack
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -107,6 +108,7 @@ def create_dualr_graph(
     *,
     llm: Any = None,
     adapter: str = "auto",
+    pack: str | Pack = "auto",
     answer_with: Literal["llm", "gnn"] = "llm",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpoint: str | None = None,
@@ -129,14 +131,19 @@ def create_dualr_graph(
         llm: a LangChain chat model, a model spec for ``resolve_chat_model`` (``"local"``,
             ``"openai:<model>"``), or None for the embedded local model. Not used (not even resolved)
             with ``answer_with="gnn"``.
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the bundled specialist on the
-            MetaQA graph, the zero-shot model elsewhere), ``"specialist"``, ``"none"`` (zero-shot) or a
-            folder from ``kg-agents train specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's specialist, the
+            bundled shared one on the MetaQA graph; the zero-shot model without a pack), ``"specialist"``,
+            ``"none"`` (zero-shot) or a folder from ``kg-agents train specialist``; a model of your own is
+            used as it is.
+        pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
+            content, the bundled one on MetaQA), ``"none"`` or a pack's folder. It settles
+            ``adapter="auto"`` and, with ``checkpoint`` None, the explorer (the pack's ``dualr``).
         answer_with: ``"llm"``: the LLM picks among the reference answers (one call per question);
             ``"gnn"``: the explorer's most probable candidates are the answers (the paper's w.o. AD).
         prompts: bundled prompts overridden by name (``answer``): template text, a file path or a
             ``ChatPromptTemplate``.
-        checkpoint: a :class:`~.gnn.DualRExplorer` checkpoint (default: the bundled MetaQA one).
+        checkpoint: a :class:`~.gnn.DualRExplorer` checkpoint (default: the pack's ``dualr``, else the
+            bundled MetaQA one, :data:`DEFAULT_CHECKPOINT`).
         num_candidates: N, reference answers given to the LLM.
         top_k: edges kept per expanded entity at each layer, one value or one per layer (default: the
             checkpoint's).
@@ -163,7 +170,9 @@ def create_dualr_graph(
         raise ConfigError(f"num_candidates must be in 1..{len(LABELS)}, got {num_candidates}")
     check_adapter(adapter)
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
-    model = DualRExplorer.load(checkpoint or DEFAULT_CHECKPOINT)
+    chosen = resolve_pack(kg, pack)
+    packed = chosen.component_path(DUALR) if chosen is not None else None
+    model = DualRExplorer.load(checkpoint or packed or DEFAULT_CHECKPOINT)
     if layers is not None and not 1 <= layers <= model.config.layers:
         raise ConfigError(f"layers must be in 1..{model.config.layers} for this checkpoint, got {layers}")
     mkg = MeteredKG(kg)
@@ -179,7 +188,9 @@ def create_dualr_graph(
             decide=decide,
         ),
         answer_with=answer_with,
-        llm=default_llm(llm, kg=kg, adapter=adapter) if answer_with == "llm" else None,
+        llm=default_llm(llm, kg=kg, adapter=adapter, method="dualr", pack=chosen)
+        if answer_with == "llm"
+        else None,
     )
 
     g = StateGraph(

@@ -36,9 +36,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
-from kg_agents.core.hops import check_hops
+from kg_agents.core.hops import check_hops, pack_hops
 from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm, is_metaqa
+from kg_agents.core.models import default_llm
 from kg_agents.core.nodes import make_link_entities_node
 from kg_agents.core.prompts import prompt_templates
 from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
@@ -61,6 +61,7 @@ from kg_agents.methods.gcr.nodes import (
 )
 from kg_agents.methods.gcr.resolve import resolve_decoder
 from kg_agents.methods.gcr.trie import TrieCache
+from kg_agents.packs import GCR_PATH_GENERATOR, Pack, resolve_pack
 
 __all__ = [
     "CANDIDATE_TEXTS",
@@ -126,6 +127,7 @@ def create_gcr_graph(
     decoder: Any = None,
     adapter: str | None = "auto",
     general_adapter: str = "auto",
+    pack: str | Pack = "auto",
     index: Any = None,
     num_beams: int = 10,
     max_hops: int = 2,
@@ -157,16 +159,20 @@ def create_gcr_graph(
             model in a :class:`~kg_agents.methods.gcr.local_decoder.LocalConstrainedDecoder`), or a spec for
             :func:`~kg_agents.methods.gcr.decoding.resolve_decoder`: ``"local"``, ``"vllm:http://HOST:PORT/v1"``.
         adapter: a GCR LoRA adapter for the local decoder (the fine-tuned KG-specialised model of
-            eq. 8): ``"auto"`` (default): the bundled one on the MetaQA graph with the local decoder, none
-            elsewhere; ``"bundled"``; a directory from ``kg-agents train gcr``; ``"none"`` or None: the
-            zero-shot local model. Other than ``auto`` and ``none``, only with ``decoder`` None or
-            ``"local"``.
+            eq. 8): ``"auto"`` (default): the KG pack's ``gcr_path_generator`` with the local decoder (on
+            the MetaQA graph the bundled one), none without one; ``"bundled"`` (the package's MetaQA
+            adapter); a directory from ``kg-agents train gcr``; ``"none"`` or None: the zero-shot local
+            model. Other than ``auto`` and ``none``, only with ``decoder`` None or ``"local"``.
         general_adapter: the LoRA adapter of the embedded model as the general reasoner:
-            ``"auto"`` (default: gcr's own bundled specialist on the MetaQA graph, trained on its answer
-            decisions over K = 5 decoded paths; the zero-shot model elsewhere), ``"specialist"`` (that
-            one), ``"none"`` (zero-shot) or a folder from ``kg-agents train specialist`` (``--set
-            methods=gcr`` learns gcr's own answer decisions); a general model of your own is used as it
-            is.
+            ``"auto"`` (default: the KG pack's specialist for gcr: on the MetaQA graph gcr's own, trained on
+            its answer decisions over K = 5 decoded paths; the zero-shot model without a pack),
+            ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from ``kg-agents train
+            specialist`` (``--set methods=gcr`` learns gcr's own answer decisions); a general model of your
+            own is used as it is.
+        pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
+            content, the bundled one on MetaQA), ``"none"`` (the zero-shot decoder and reasoner, every
+            path of 1..``max_hops``) or a pack's folder. It settles ``adapter="auto"``,
+            ``general_adapter="auto"``, and ``hops="auto"`` where its route for gcr says ``hops=predict``.
         index: an ``EntityIndex`` for linking (built on first need when None).
         num_beams: default K (per run: ``context={"num_beams": ...}``).
         max_hops: default L of the KG-Trie.
@@ -191,12 +197,13 @@ def create_gcr_graph(
         hops: the KG-Trie per question holds the paths of exactly this many hops (a departure from the
             paper, whose trie holds every path of 1..L hops for every question): an
             integer; ``"predict"``: the question's hop count from the hop classifier
-            (knowledge_navigator's); ``"auto"``: predicted on the MetaQA graph, whose question forms the
-            bundled classifier was trained on (or wherever ``hop_classifier`` is given), every path of
-            1..``max_hops`` elsewhere (default); ``"none"``: every path of 1..``max_hops`` hops (the
-            paper's). A run's context may set it.
+            (the pack's, else knowledge_navigator's bundled one); ``"auto"``: predicted where the KG
+            pack's route says so (the bundled MetaQA pack's, whose question forms its classifier was
+            trained on), or wherever ``hop_classifier`` is given, every path of 1..``max_hops``
+            elsewhere (default); ``"none"``: every path of 1..``max_hops`` hops (the paper's). A run's
+            context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
-            (None: the bundled one, loaded on the first question that needs it).
+            (None: the pack's, else the bundled one, loaded on the first question that needs it).
         path_scores: how the decoder the graph builds (the local one, an adapter's, a ``"vllm:..."``
             spec) scores and ranks paths: ``"trie"`` (default): each token's log-probability
             renormalised over the tokens the trie allows there, summed, so the forced rest of an
@@ -238,15 +245,17 @@ def create_gcr_graph(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
     mkg = MeteredKG(kg)
+    chosen = resolve_pack(kg, pack)
     # general_llm=None: the vote; else a model, a spec ("local", "openai:M") or None for llm: the local
     # model (with its adapter)
     general = None
     if general_llm is not None:
         spec = llm if general_llm is _DEFAULT else general_llm
-        general = default_llm(spec, kg=kg, adapter=general_adapter, method="gcr")
+        general = default_llm(spec, kg=kg, adapter=general_adapter, method="gcr", pack=chosen)
     # the embedded decoder runs in the dtype of the embedded chat model it is given with
     dtype = general.dtype if isinstance(general, LocalChatModel) else None
-    decoder = _decoder(decoder, _adapter_for(adapter, kg, decoder), dtype=dtype, path_scores=path_scores)
+    decoder = _decoder(decoder, _adapter_for(adapter, chosen, decoder), dtype=dtype, path_scores=path_scores)
+    hop_classifier, auto_hops = pack_hops(chosen, "gcr", hop_classifier)
     if trie_cache is None:
         tokenizer = getattr(decoder, "tokenizer", None)
         if tokenizer is None:
@@ -279,6 +288,7 @@ def create_gcr_graph(
         hop_classifier=hop_classifier,
         calibrate=calibrate,
         candidate_text=candidate_text,
+        auto_hops=auto_hops,
     )
 
     g = StateGraph(
@@ -302,11 +312,12 @@ def create_gcr_graph(
     return g.compile(checkpointer=checkpointer, name="gcr")
 
 
-def _adapter_for(adapter: str | None, kg: KnowledgeGraph, decoder: Any) -> str | None:
-    """The adapter option resolved: ``auto`` is the bundled adapter on the MetaQA graph with the local
-    decoder, none elsewhere; ``none`` is None."""
+def _adapter_for(adapter: str | None, pack: Pack | None, decoder: Any) -> str | None:
+    """The adapter option resolved: ``auto`` is the pack's path generator with the local decoder, none
+    elsewhere; ``none`` is None."""
     if adapter == "auto":
-        return "bundled" if decoder in (None, "local") and is_metaqa(kg) else None
+        folder = pack.component_path(GCR_PATH_GENERATOR) if pack is not None else None
+        return str(folder) if folder is not None and decoder in (None, "local") else None
     return None if adapter == "none" else adapter
 
 

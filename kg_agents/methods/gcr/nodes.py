@@ -72,6 +72,8 @@ class GCRDeps:
         constrained: False runs the decoder without the trie (the faithfulness ablation).
         defaults: the factory's :class:`~kg_agents.methods.gcr.graph.GCRContext` (every field set).
         hop_classifier: what predicts a question's hop count for ``hops`` (None: the bundled one).
+        auto_hops: whether ``hops="auto"`` predicts (the KG pack's route, see
+            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
         calibrate: the ranked route ranks each candidate by how much the question raises it (the
             reasoning prompt with the question's words taken out is the baseline).
         candidate_text: what the ranked route ranks for each candidate: its ``label``, or its first
@@ -89,6 +91,7 @@ class GCRDeps:
     hop_classifier: Any = None
     calibrate: bool = False
     candidate_text: str = "label"
+    auto_hops: bool | None = None
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -157,13 +160,14 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     """The question's KG-Trie (from the cache, disk, or built now); ends the question when empty.
 
     Its depth L is ``max_hops`` (paths of 1..L hops), or the question's hop count where ``hops`` gives
-    one (predicted by the hop classifier on the MetaQA graph with ``"auto"``): then it holds the paths of
+    one (with ``"auto"``, predicted by the hop classifier where the KG pack's route says so, as on MetaQA):
+    then it holds the paths of
     exactly that many hops. The decoder reads both from the state.
     """
     ents = state.get("topic_entities") or []
     ctx = run_context(runtime, deps.defaults)
     mode = check_hops(ctx.hops)  # a run's context may set it: a bad one is a ConfigError
-    exact = question_hops(mode, deps.kg, state["question"], ents, deps.hop_classifier)
+    exact = question_hops(mode, deps.kg, state["question"], ents, deps.hop_classifier, auto=deps.auto_hops)
     hops = exact or ctx.max_hops
     if not deps.constrained:
         return {"trie_size": -1, "trie_hops": hops, "trace": [{"node": "get_trie", "constrained": False}]}

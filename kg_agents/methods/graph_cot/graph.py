@@ -71,6 +71,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide
+from kg_agents.core.hops import pack_hops
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_calibrate, default_llm, runs_adapter
 from kg_agents.core.prompts import PromptLike
@@ -110,6 +111,7 @@ from kg_agents.methods.graph_cot.state import (
     Strategy,
     run_settings,
 )
+from kg_agents.packs import Pack, resolve_pack
 from kg_agents.tools.kg_tools import KGToolbox
 
 __all__ = [
@@ -166,6 +168,7 @@ def create_graph_agent_graph(
     *,
     llm: BaseChatModel | str | None = None,
     adapter: str = "auto",
+    pack: str | Pack = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -193,11 +196,15 @@ def create_graph_agent_graph(
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec (``"local"``, ``"openai:<model>"``); None: the
             embedded local model.
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: graph_agent's own bundled
-            specialist, ``kg_agents/specialist/checkpoints/metaqa-ga``, on the MetaQA graph, which went on
-            from graph_explore's and learnt the relation chain the agent ranks, one relation at 1 hop;
-            zero-shot elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from
-            ``kg-agents train specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's specialist for
+            graph_agent: on the MetaQA graph its own, ``kg_agents/specialist/checkpoints/metaqa-ga``, which
+            went on from graph_explore's and learnt the relation chain the agent ranks, one relation at 1
+            hop; zero-shot without a pack), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder
+            from ``kg-agents train specialist``; a model of your own is used as it is.
+        pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
+            content, the bundled one on MetaQA), ``"none"`` (zero-shot, the walk's length left to the
+            chain) or a pack's folder. It settles ``adapter="auto"``, and ``hops="auto"`` where its route
+            for graph_agent says ``hops=predict`` (with its hop classifier).
         prompts: overrides of the bundled prompts by name (``agent_step``, ``agent_tools``,
             ``explore_plan_relations``, ``select_vote``, ``score_vote``, ``merge``, ``final_answer``):
             template text, file path or template; an unknown name is a ``ConfigError``.
@@ -228,17 +235,18 @@ def create_graph_agent_graph(
             whose question is only the topic entities; see :func:`kg_agents.core.decide.rank`), with
             ``Finish`` competing on its own score; two LLM calls a step instead of one. False: the
             plain log-probabilities. None (default): on, except for a specialist adapter (the default
-            on MetaQA), which was trained on the plain scores.
+            with a pack, as on MetaQA), which was trained on the plain scores.
         hops: the walk's length on the ranked route (a departure from the paper, whose model decides when
             to stop: the embedded model's End? and ``Finish`` stop after the first hop of most multi-hop
             questions). An integer: ``Finish`` (agent) or the end of the search (explorer, without asking
             End?) comes once the chain has walked that many hops, and not before. ``"predict"``: the
-            length is predicted per question by the hop classifier (knowledge_navigator's). ``"auto"``
-            (default): predicted on the MetaQA graph, whose question forms the bundled classifier was
-            trained on (or wherever ``hop_classifier`` is given); elsewhere the chain decides, as with
-            ``"none"``. The papers' route (``decide="generate"``) ignores it. A run's context may set it.
+            length is predicted per question by the hop classifier (the pack's, else knowledge_navigator's
+            bundled one). ``"auto"`` (default): predicted where the KG pack's route says so (the bundled
+            MetaQA pack's, whose question forms its classifier was trained on), or wherever
+            ``hop_classifier`` is given; elsewhere the chain decides, as with ``"none"``. The papers'
+            route (``decide="generate"``) ignores it. A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
-            (None: the bundled one, loaded on the first question that needs it).
+            (None: the pack's, else the bundled one, loaded on the first question that needs it).
         relation_chain: with a walk length (ranked route; 1 hop too, a chain of one relation), rank the
             relations as one chain of that length once the start node is retrieved (graph_explore's prompt
             ``explore_plan_relations``; calibrated, except with a specialist adapter), and offer at each
@@ -271,7 +279,8 @@ def create_graph_agent_graph(
     if plan_example is not None and not isinstance(plan_example, bool):
         raise ConfigError(f"plan_example must be True, False or None, got {plan_example!r}")
     mkg = MeteredKG(kg)
-    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_agent")
+    chosen = resolve_pack(kg, pack)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_agent", pack=chosen)
     adapted = runs_adapter(model)
     agent = AgentInteraction(
         model,
@@ -287,7 +296,8 @@ def create_graph_agent_graph(
         chain_calibrate=not adapted,
         chain_example=not adapted if plan_example is None else plan_example,
     )
-    return build_graph(GraphCoTDeps(agent, defaults, index, hop_classifier), checkpointer=checkpointer)
+    clf, auto = pack_hops(chosen, "graph_agent", hop_classifier)
+    return build_graph(GraphCoTDeps(agent, defaults, index, clf, auto), checkpointer=checkpointer)
 
 
 def create_graph_explore_graph(
@@ -295,6 +305,7 @@ def create_graph_explore_graph(
     *,
     llm: BaseChatModel | str | None = None,
     adapter: str = "auto",
+    pack: str | Pack = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     checkpointer: Checkpointer = None,
     index: Any = None,
@@ -322,10 +333,12 @@ def create_graph_explore_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model or a model spec; None: the embedded local model.
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: graph_explore's own bundled
-            specialist, ``kg_agents/specialist/checkpoints/metaqa-ge``, on the MetaQA graph, the
-            zero-shot model elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder
-            from ``kg-agents train specialist``; a model of your own is used as it is.
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's specialist for
+            graph_explore: on the MetaQA graph its own, ``kg_agents/specialist/checkpoints/metaqa-ge``;
+            the zero-shot model without a pack), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is.
+        pack: the KG pack: ``"auto"`` (default), ``"none"`` or a pack's folder, as for
+            :func:`create_graph_agent_graph`; its route for graph_explore settles ``hops="auto"``.
         prompts: overrides of the bundled prompts by name (``explore_thought``, ``explore_extract``,
             ``explore_prune_relations``, ``explore_prune_entities``, ``explore_plan_relations``,
             ``explore_end``, ``select_vote``,
@@ -381,7 +394,8 @@ def create_graph_explore_graph(
     for key, flag in (("relation_chain", relation_chain), ("plan_example", plan_example)):
         if flag is not None and not isinstance(flag, bool):
             raise ConfigError(f"{key} must be True, False or None, got {flag!r}")
-    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_explore")
+    chosen = resolve_pack(kg, pack)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_explore", pack=chosen)
     adapted = runs_adapter(model)
     mkg = MeteredKG(kg)
     explorer = ExploreInteraction(
@@ -400,7 +414,8 @@ def create_graph_explore_graph(
         chain_calibrate=not adapted,
         chain_example=not adapted if plan_example is None else plan_example,
     )
-    return build_graph(GraphCoTDeps(explorer, defaults, index, hop_classifier), checkpointer=checkpointer)
+    clf, auto = pack_hops(chosen, "graph_explore", hop_classifier)
+    return build_graph(GraphCoTDeps(explorer, defaults, index, clf, auto), checkpointer=checkpointer)
 
 
 def expected_llm_calls(

@@ -99,12 +99,15 @@ class GraphCoTDeps:
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             ``"auto"``/``"predict"`` (None: knowledge_navigator's bundled hop classifier, loaded on the
             first question that needs it).
+        auto_hops: whether ``hops="auto"`` predicts (the KG pack's route, see
+            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
     """
 
     interaction: Interaction
     defaults: GraphCoTContext
     index: Any = None
     hop_classifier: Any = None
+    auto_hops: bool | None = None
 
 
 # --------------------------------------------------------------------------- branches
@@ -176,14 +179,16 @@ def walk_hops(deps: GraphCoTDeps, settings: dict[str, Any], question: str, topic
     """The walk length of a run's ranked route (None: the chain decides when to stop).
 
     ``hops`` an integer is taken as it is; ``"predict"`` asks the hop classifier (the question with its
-    topic entities masked, as knowledge_navigator does); ``"auto"`` does so on the MetaQA graph, whose
-    question forms the bundled classifier was trained on, and nowhere else; ``"none"`` and the papers'
-    route (``decide="generate"``) give None.
+    topic entities masked, as knowledge_navigator does); ``"auto"`` does so where the KG pack's route
+    says so (``deps.auto_hops``: the bundled MetaQA pack's does), and nowhere else; ``"none"`` and the
+    papers' route (``decide="generate"``) give None.
     """
     if settings.get("decide", "rank") != "rank":
         return None
     mode = settings.get("hops", "none")
-    return question_hops(mode, deps.interaction.kg, question, topics, deps.hop_classifier)
+    return question_hops(
+        mode, deps.interaction.kg, question, topics, deps.hop_classifier, auto=deps.auto_hops
+    )
 
 
 def halt_prepare(error: BaseException | str, *, type: str | None = None, **extra: Any) -> dict[str, Any]:

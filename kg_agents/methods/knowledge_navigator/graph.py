@@ -56,6 +56,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.decide import Decide
+from kg_agents.core.hops import pack_hops
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import default_calibrate, default_llm, runs_adapter
 from kg_agents.core.nodes import make_link_entities_node
@@ -79,6 +80,7 @@ from kg_agents.methods.knowledge_navigator.nodes import (
     select_relations,
     verbalise_knowledge,
 )
+from kg_agents.packs import Pack, resolve_pack
 
 __all__ = [
     "PROMPT_NAMES",
@@ -127,7 +129,7 @@ class KnowledgeNavigatorContext:
         calibrate: ranked relation choice scores each relation by how much the question raises its
             log-probability: its score less its score when the question is only the entity's name
             (see :func:`kg_agents.core.decide.rank`). Two LLM calls per ranking instead of one. The
-            factory's default (None) is on, except for a specialist adapter (the default on MetaQA),
+            factory's default (None) is on, except for a specialist adapter (the default with a pack),
             which was trained on the plain scores.
         relation_chain: on the ranked route with a depth of 2 hops or more, the first hop ranks whole
             relation chains of that depth from the topic entities (the ``select_chain_rank`` prompt; each
@@ -188,6 +190,7 @@ def create_knowledge_navigator_graph(
     *,
     llm: Any = None,
     adapter: str = "auto",
+    pack: str | Pack = "auto",
     prompts: Mapping[str, PromptLike] | None = None,
     index: Any = None,
     hop_classifier: Any = None,
@@ -227,17 +230,22 @@ def create_knowledge_navigator_graph(
     Args:
         kg: the knowledge graph.
         llm: a LangChain chat model, a ``resolve_chat_model`` spec, or None for the embedded local model.
-        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: knowledge_navigator's own
-            bundled specialist, ``kg_agents/specialist/checkpoints/metaqa-kn``, on the MetaQA graph, the
-            zero-shot model elsewhere), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a folder from
-            ``kg-agents train specialist``; a model of your own is used as it is. Its own adapter, which
-            learnt the relation chains, answered 0.850 / 0.900 / 0.585 Hits@1 at 1 / 2 / 3 hops on 200
-            MetaQA dev-validation questions per hop (docs/results.md).
+        adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's specialist for
+            knowledge_navigator: on the MetaQA graph its own, ``kg_agents/specialist/checkpoints/metaqa-kn``;
+            the zero-shot model without a pack), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a
+            folder from ``kg-agents train specialist``; a model of your own is used as it is. Its own
+            adapter answered 0.960 / 0.975 / 0.935 exact Hits@1 at 1 / 2 / 3 hops on 200 MetaQA
+            dev-validation questions per hop (docs/results.md).
+        pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
+            content, the bundled one on MetaQA), ``"none"`` (zero-shot, the bundled hop classifier) or a
+            pack's folder. It settles ``adapter="auto"`` and, with ``hop_classifier`` None, the
+            classifier of the question's depth (the pack's ``hop_classifier``).
         prompts: bundled prompts overridden by name (``similar_questions``, ``select_relations``,
             ``reason``, ``reason_fewshot``): template text, a file path or a ``ChatPromptTemplate``.
         index: an ``EntityIndex`` for linking (built on first need when None).
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` (default: the
-            bundled :class:`~.hops.HopClassifier`, loaded on the first question that needs it).
+            pack's, else the bundled :class:`~.hops.HopClassifier`, loaded on the first question that
+            needs it).
         grouping: which core entities of a hop share the LLM's relation choice (one call per question
             variant): ``"candidates"`` (default) those with identical candidate relations; ``"hop"`` all of
             them, over the union of their candidates (cheapest); ``"none"`` every entity on its own (the
@@ -275,7 +283,9 @@ def create_knowledge_navigator_graph(
         raise ConfigError("fanout_limit must be at least 1")
     if grouping not in ("candidates", "hop", "none"):
         raise ConfigError(f"unknown grouping {grouping!r}; valid: candidates, hop, none")
-    model = default_llm(llm, kg=kg, adapter=adapter, method="knowledge_navigator")
+    chosen = resolve_pack(kg, pack)
+    model = default_llm(llm, kg=kg, adapter=adapter, method="knowledge_navigator", pack=chosen)
+    hop_classifier, _ = pack_hops(chosen, "knowledge_navigator", hop_classifier)
     defaults = KnowledgeNavigatorContext(
         hops=hops,
         max_hops=max_hops,
