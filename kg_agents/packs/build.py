@@ -518,7 +518,8 @@ class _BuildManifest:
 
     @classmethod
     def open_or_create(cls, root: Path, graph: Any, *, source: str) -> _BuildManifest:
-        from kg_agents.packs import MANIFEST, PackManifest, kg_summary
+        from kg_agents.packs import PackManifest, kg_summary
+        from kg_agents.packs.manifest import MANIFEST
 
         summary = kg_summary(graph)
         if summary is None:
