@@ -255,7 +255,7 @@ class _Context:
         log: _Log,
     ) -> None:
         self.spec, self.graph, self.root, self.budget = spec, graph, root, budget
-        self.seed, self.hops, self.device, self.log = seed, hops, device, log
+        self.seed, self.hop_list, self.device, self.log = seed, hops, device, log
         self.manifest = _BuildManifest.open_or_create(root, graph, source=spec)
         self.train_file = root / "questions" / "train.jsonl"
         self.val_file = root / "questions" / "validation.jsonl"
@@ -277,7 +277,7 @@ class _Context:
         result = synthesise(
             self.graph,
             n=self.budget.questions,
-            hops=tuple(self.hops),
+            hops=tuple(self.hop_list),
             seed=self.seed,
             llm=llm,
             paraphrase=paraphrase,
@@ -293,7 +293,7 @@ class _Context:
 
         metrics = train_hop_classifier(
             out_dir=self.root / "hop_classifier",
-            hops=tuple(self.hops),
+            hops=tuple(self.hop_list),
             seed=self.seed,
             limit_per_hop=self.budget.hop_questions,
             val_limit_per_hop=None,
@@ -333,7 +333,7 @@ class _Context:
         info = train_gcr(
             kg=self.spec,
             questions=str(self.train_file),
-            hops=",".join(map(str, self.hops)),
+            hops=",".join(map(str, self.hop_list)),
             limit=self.budget.gcr_questions,
             epochs=self.budget.gcr_epochs,
             gold_paths="hops",
@@ -356,8 +356,8 @@ class _Context:
         info = train_specialist(
             kg=self.spec,
             questions=str(self.train_file),
-            hops=",".join(map(str, self.hops)),
-            limit=self.budget.specialist_questions * len(self.hops),
+            hops=",".join(map(str, self.hop_list)),
+            limit=self.budget.specialist_questions * len(self.hop_list),
             method_options=pack_opts,
             epochs=self.budget.specialist_epochs,
             bf16=_bf16(self.device),
