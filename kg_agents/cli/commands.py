@@ -13,6 +13,7 @@ Examples::
     kg-agents build-tries --dataset metaqa-2hop --hops 2 --out tries/metaqa-2hop
     kg-agents synth pq-2h --out runs/synth-pq --n 500
     kg-agents pack show auto --kg metaqa
+    kg-agents specialise pq-2h --out packs/pq-2h --budget small
 
 ``--set KEY=VALUE`` (repeatable) sets one of the method's factory options or a field of its per-run
 context, typed from the annotation; an unknown key is an error listing the valid ones. Errors a user

@@ -112,6 +112,7 @@ FORBIDDEN = {
         "kg_agents.tools",
         "kg_agents.cli",
         "kg_agents.specialist",
+        "kg_agents.synth",
     ),
     "kg_agents.core": (
         "kg_agents.methods",

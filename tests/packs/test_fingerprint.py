@@ -132,3 +132,17 @@ def test_the_bundled_pack_s_fingerprint_is_that_of_the_bundled_metaqa_graph(tmp_
     again = find_pack(MemoryKG.from_file(tsv))
     assert again is not None and again.directory == pack.directory
     assert pack.triples == len(metaqa) and pack.manifest.kg["entities"] == kg_summary(metaqa).entities
+
+
+@pytest.mark.server
+@pytest.mark.integration
+def test_metaqa_on_a_sparql_server_finds_the_bundled_pack(sparql_server, tmp_path, monkeypatch):
+    from tests.servers import METAQA_GRAPH
+
+    monkeypatch.setenv("KG_AGENTS_CACHE", str(tmp_path))  # hashed here, not read from an earlier run
+    kg = SparqlKG(sparql_server.endpoint, profile="metaqa", graph=METAQA_GRAPH, timeout=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PackWarning)
+        pack = find_pack(kg)
+    assert pack is not None and pack.name == "metaqa"
+    assert kg_summary(kg) == kg_summary(open_kg("metaqa"))
