@@ -40,6 +40,16 @@ __all__ = ["BUDGETS", "PACK_METHODS", "STAGES", "Budget", "specialise"]
 #: The stages in the order they run; ``train`` names hops, dualr, gcr and specialist together.
 STAGES = ("synth", "hops", "dualr", "gcr", "specialist", "evaluate")
 STAGE_GROUPS = {"train": ("hops", "dualr", "gcr", "specialist")}
+#: The budget fields (by prefix) each stage's work depends on: a rerun with another budget redoes only the
+#: stages whose sizes changed (and a stage after a redone one, whose input changed, see ``specialise``).
+STAGE_SIZES = {
+    "synth": ("questions",),
+    "hops": ("hop_",),
+    "dualr": ("dualr_",),
+    "gcr": ("gcr_",),
+    "specialist": ("specialist_",),
+    "evaluate": ("eval_",),
+}
 
 #: The methods the evaluate stage runs with the pack (dualr with its answer step).
 PACK_METHODS = ("knowledge_navigator", "graph_explore", "graph_agent", "gcr", "dualr", "graph_rag")
@@ -58,6 +68,8 @@ class Budget:
         gcr_epochs: passes over gcr's examples.
         specialist_questions: training questions per hop the teacher runs the methods on.
         specialist_epochs: passes over the specialist's decisions.
+        specialist_layers: the specialist's LoRA sits on the last this many decoder layers (the backward
+            pass stops at the lowest: a decision costs about its forward pass and this share of a backward).
         eval_questions: validation questions per method in the evaluate stage.
     """
 
@@ -71,14 +83,15 @@ class Budget:
     specialist_questions: int
     specialist_epochs: int
     eval_questions: int
+    specialist_layers: int = 12
 
 
 #: The budgets by name. ``tiny`` is for tests (a pack in a few minutes, whose figures mean little).
 BUDGETS = {
-    "tiny": Budget("tiny", 90, 30, 40, 1, 3, 1, 2, 1, 3),
-    "small": Budget("small", 900, 300, 500, 4, 40, 1, 15, 1, 30),
-    "default": Budget("default", 3000, 1000, 2000, 8, 120, 1, 40, 1, 60),
-    "large": Budget("large", 9000, 3000, 6000, 12, 400, 2, 120, 2, 200),
+    "tiny": Budget("tiny", 90, 30, 40, 1, 2, 1, 1, 1, 3),
+    "small": Budget("small", 600, 200, 400, 10, 20, 1, 8, 1, 30),
+    "default": Budget("default", 2000, 600, 1500, 20, 60, 1, 20, 1, 60),
+    "large": Budget("large", 6000, 2000, 5000, 30, 200, 2, 60, 2, 200),
 }
 
 
@@ -198,9 +211,13 @@ def specialise(
     t_all = time.perf_counter()
     ran: list[tuple[str, float, bool]] = []
     for stage in todo:
-        stage_settings = {"budget": asdict(b), "seed": seed, "hops": hop_list, **settings.get(stage, {})}
-        if stage != "evaluate":
-            stage_settings.pop("evaluate", None)
+        sizes = {k: v for k, v in asdict(b).items() if k.startswith(STAGE_SIZES[stage])}
+        # a stage's input is the questions (and, for the specialist and the evaluation, the components
+        # trained before): their records' keys are part of its settings
+        sizes["after"] = [
+            (s, (ctx.manifest.stage(s) or {}).get("settings_key")) for s in STAGES[: STAGES.index(stage)]
+        ]
+        stage_settings = {"budget": sizes, "seed": seed, "hops": hop_list, **settings.get(stage, {})}
         key = _settings_key(stage_settings)
         done = ctx.manifest.stage(stage)
         if done and done.get("settings_key") == key:
@@ -360,6 +377,7 @@ class _Context:
             limit=self.budget.specialist_questions * len(self.hop_list),
             method_options=pack_opts,
             epochs=self.budget.specialist_epochs,
+            lora_layers=self.budget.specialist_layers,
             bf16=_bf16(self.device),
             device=self.device,
             seed=self.seed,
