@@ -19,13 +19,25 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kg_agents.errors import ConfigError
+from kg_agents.kg.base import INVERSE_PREFIX, Path
 from kg_agents.kg.text import relation_words
 
-__all__ = ["CHAIN_EXAMPLE", "CHAIN_EXAMPLE_HOPS", "Chain", "chain_example", "chain_text", "relation_chains"]
+__all__ = [
+    "CHAIN_EXAMPLE",
+    "CHAIN_EXAMPLE_HOPS",
+    "Chain",
+    "ChainWalk",
+    "chain_example",
+    "chain_text",
+    "relation_chains",
+    "relation_path",
+    "walk_chain",
+]
 
 #: The worked example of a relation-chain prompt (its ``{example}``), shown only for chains longer than
 #: its own 2 hops: among 2-hop options the embedded model copies it (30 2-hop MetaQA dev questions: the
@@ -60,7 +72,8 @@ def relation_chains(
     entities beyond the sample have may be missed on a large graph. Walks may turn back along the
     relation they came by (a film's writer, then the writer's other films), but a chain that ends only
     at ``starts`` (a director's films, then their director: the director again) is left out, since an
-    answer is never a start.
+    answer is never a start. A level's relations are read in order only until it holds ``max_chains``
+    chains: a hub with thousands of relations costs about ``max_chains`` reads, not thousands.
 
     Raises:
         ConfigError: ``length``, ``sample``, ``fanout`` or ``max_chains`` is not a positive integer.
@@ -72,21 +85,34 @@ def relation_chains(
     start_set = set(starts)
     truncated = False
     for k in range(length):
-        last = k == length - 1
+        # the chain's end: only what is not a start could be an answer
+        exclude = start_set if k == length - 1 else set()
         nxt: list[tuple[Chain, list[str]]] = []
-        for chain, ents in level:
-            for d in ("out", "in"):
-                for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
-                    got = kg.neighbors_many(ents, rel, d, limit=fanout)
-                    tails = list(dict.fromkeys(t.other(e) for e in ents for t in got.get(e, ())))
-                    if last:  # the chain's end: only what is not a start could be an answer
-                        tails = [t for t in tails if t not in start_set]
-                    if tails:
-                        nxt.append(((*chain, (rel, d)), tails[:sample]))
-        if len(nxt) > max_chains:
-            nxt, truncated = nxt[:max_chains], True
+        for step in _longer(kg, level, exclude, fanout, sample):
+            if len(nxt) == max_chains:  # one more than fits: the level is cut, its other relations unread
+                truncated = True
+                break
+            nxt.append(step)
         level = nxt
     return [chain for chain, _ in level], truncated
+
+
+def _longer(
+    kg: Any, level: list[tuple[Chain, list[str]]], exclude: set[str], fanout: int, sample: int
+) -> Iterator[tuple[Chain, list[str]]]:
+    """Each chain of ``level`` one relation longer, with a sample of the entities it reaches, in order,
+    one neighbour read at a time (read only as far as the caller takes them)."""
+    for chain, ents in level:
+        for d in ("out", "in"):
+            for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
+                got = kg.neighbors_many(ents, rel, d, limit=fanout)
+                tails = [
+                    t
+                    for t in dict.fromkeys(t.other(e) for e in ents for t in got.get(e, ()))
+                    if t not in exclude
+                ]
+                if tails:
+                    yield (*chain, (rel, d)), tails[:sample]
 
 
 def chain_text(chain: Chain) -> str:
@@ -112,3 +138,58 @@ def chain_example(length: int, show: bool) -> str:
         True
     """
     return CHAIN_EXAMPLE if show and length > CHAIN_EXAMPLE_HOPS else ""
+
+
+@dataclass
+class ChainWalk:
+    """What :func:`walk_chain` found: one walk per end reached, and the starts whose ends were cut.
+
+    Attributes:
+        paths: a walk (a :class:`~kg_agents.kg.base.Path`) from a start to each end reached, the ends of
+            each start in the store's order.
+        truncated: ``"start relation/path"`` for each start with more ends than the limit.
+        ends: the number of ends reached (at most ``limit`` per start).
+    """
+
+    paths: list[Path] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    ends: int = 0
+
+
+def walk_chain(kg: Any, starts: Sequence[str], relation_path: Sequence[str], *, limit: int) -> ChainWalk:
+    """The ends of ``relation_path`` from each of ``starts`` and one walk to each, on a store with
+    :class:`~kg_agents.kg.base.ChainQueries` (:func:`~kg_agents.kg.base.has_chain_queries`): two
+    queries per start (its ends, at most ``limit``, then their walks), the engine joining the hops,
+    instead of reading each hop's neighbourhood. The walks are the store's; a method verifies the ones
+    it returns, as every path.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("F", "starring", "A"), ("G", "starring", "A"), ("F", "directed_by", "D"),
+        ...                ("G", "directed_by", "E")])
+        >>> w = walk_chain(kg, ["A"], ["~starring", "directed_by"], limit=1)
+        >>> [p.to_text() for p in w.paths], w.truncated
+        (['A -> ~starring -> F -> directed_by -> D'], ['A ~starring/directed_by'])
+    """
+    out = ChainWalk()
+    path = list(relation_path)
+    for s in dict.fromkeys(starts):
+        ends, cut = kg.chain_ends(s, path, limit=limit)
+        if cut:
+            out.truncated.append(f"{s} {'/'.join(path)}")
+        if not ends:
+            continue
+        out.ends += len(ends)
+        walks = kg.chain_witnesses(s, path, ends)
+        out.paths.extend(walks[e] for e in ends if e in walks)
+    return out
+
+
+def relation_path(chain: Chain) -> list[str]:
+    """A chain as a relation path: ``~relation`` for a hop walked backwards.
+
+    Example:
+        >>> relation_path((("starred_actors", "in"), ("directed_by", "out")))
+        ['~starred_actors', 'directed_by']
+    """
+    return [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chain]

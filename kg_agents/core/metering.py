@@ -118,6 +118,10 @@ async def ainvoke_llm(llm: Any, messages: Sequence[BaseMessage] | str, **kwargs:
     return msg  # type: ignore[no-any-return]
 
 
+#: Optional store methods that MeteredKG counts as KG calls when the store has them.
+_COUNTED_OPTIONAL = frozenset({"chain_ends", "chain_witnesses"})
+
+
 class MeteredKG:
     """A ``KnowledgeGraph`` proxy that counts every call on the current node's meter.
 
@@ -132,7 +136,17 @@ class MeteredKG:
         return f"MeteredKG({self.inner!r})"
 
     def __getattr__(self, item: str) -> Any:
-        return getattr(self.inner, item)
+        attr = getattr(self.inner, item)
+        if (
+            item in _COUNTED_OPTIONAL
+        ):  # an optional store method (ChainQueries): present when the store has it
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                _count("kg_calls")
+                return attr(*args, **kwargs)
+
+            return counted
+        return attr
 
     def has_entity(self, entity: str) -> bool:
         _count("kg_calls")

@@ -18,7 +18,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from kg_agents.errors import EntityNotFound, InvalidTermError, KGError
-from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
+from kg_agents.kg.base import Direction, Hop, Path, Triple, TripleList, check_direction, parse_relation_path
 from kg_agents.kg.profiles import Profile
 from kg_agents.kg.terms import iri, literal
 
@@ -121,6 +121,60 @@ def neighbors_query(
             order = f"ORDER BY ?r ?{v} " if ordered else ""
             parts.append(f"{{ SELECT ?e ?r ?{v} WHERE {group} {order}LIMIT {int(limit) + 1} }}")
     return "SELECT ?e ?r ?o ?s WHERE { " + " UNION ".join(parts) + " }"
+
+
+def _chain_pattern(topic: str, steps: Sequence[tuple[str, bool]]) -> str:
+    """The walk ``?x0`` (the topic) ``-> ?x1 -> ... -> ?xn`` along ``steps`` (rendered relation, inverse):
+    every term bound in one ``VALUES`` row; each node an entity (an IRI object, a subject that is no
+    blank node) other than the topic."""
+    names = " ".join(["?x0", *(f"?r{i}" for i in range(1, len(steps) + 1))])
+    terms = " ".join([topic, *(r for r, _ in steps)])
+    parts = [f"VALUES ({names}) {{ ({terms}) }}"]
+    for i, (_, inverse) in enumerate(steps, 1):
+        if inverse:
+            parts.append(f"?x{i} ?r{i} ?x{i - 1} . FILTER(!isBlank(?x{i}) && ?x{i} != ?x0)")
+        else:
+            parts.append(f"?x{i - 1} ?r{i} ?x{i} . FILTER(isIRI(?x{i}) && ?x{i} != ?x0)")
+    return " ".join(parts)
+
+
+def chain_ends_query(topic: str, steps: Sequence[tuple[str, bool]], limit: int | None) -> str:
+    """The distinct ends ``?x{n}`` of the walks from ``topic`` along ``steps`` (rendered terms; ``LIMIT
+    limit+1`` so that the extra row tells a cut), one query: the engine joins the hops."""
+    if not steps:
+        raise ValueError("no steps")
+    tail = "" if limit is None else f" LIMIT {int(limit) + 1}"
+    return f"SELECT DISTINCT ?x{len(steps)} WHERE {{ {_chain_pattern(topic, steps)} }}{tail}"
+
+
+def chain_witness_query(topic: str, steps: Sequence[tuple[str, bool]], ends: Sequence[str]) -> str:
+    """Each of ``ends`` (rendered IRIs) that a walk from ``topic`` along ``steps`` reaches, with the walk's
+    inner nodes ``?w`` (their IRIs joined by spaces, the least such string: one whole walk, the same on
+    every run; none for a walk of one hop)."""
+    if not steps:
+        raise ValueError("no steps")
+    n = len(steps)
+    if n == 1:
+        return f"SELECT DISTINCT ?x1 WHERE {{ {_values('x1', ends)} {_chain_pattern(topic, steps)} }}"
+    inner = ", ".join(
+        part for i in range(1, n) for part in ((f"STR(?x{i})",) if i == 1 else ('" "', f"STR(?x{i})"))
+    )
+    return (
+        f"SELECT ?x{n} (MIN(CONCAT({inner})) AS ?w) WHERE {{ {_values(f'x{n}', ends)} "
+        f"{_chain_pattern(topic, steps)} }} GROUP BY ?x{n}"
+    )
+
+
+def edge_side_query(entity: str, relation: str | None, inverse: bool) -> str:
+    """One direction's edges of one entity (rendered terms), unordered, unlimited: for :func:`page_query`."""
+    v = "s" if inverse else "o"
+    return f"SELECT ?e ?r ?{v} WHERE {_side([entity], relation, inverse)}"
+
+
+def page_query(query: str, order: str, size: int, offset: int) -> str:
+    """One page of a ``SELECT`` without a solution modifier: ``ORDER BY order`` (so that the pages
+    follow each other) ``LIMIT size OFFSET offset``."""
+    return f"{query} ORDER BY {order} LIMIT {int(size)} OFFSET {int(offset)}"
 
 
 def degree_query(entity: str, relation: str | None, direction: Direction) -> str:
@@ -262,9 +316,17 @@ class SparqlBackedKG:
 
     name: str
     profile: Profile
+    #: chain queries run as one SPARQL query in the engine (``kg_agents.kg.base.joins_in_engine``)
+    joins_in_engine: bool = True
     batch_size: int = 256
     max_features: int = 1000
     label_page_size: int = 5000
+    #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
+    #: (``truncated`` says when it cut); None: no cap.
+    max_neighbors: int | None = None
+    #: The most rows one request asks for: a longer neighbour list or ``chain_ends`` is read in pages of
+    #: this many (``ORDER BY``, ``LIMIT``, ``OFFSET``); None: one request.
+    page_size: int | None = None
     max_relations: int = 100_000
     #: Edges per request of :meth:`iter_triples` (Virtuoso answers at most 10,000 rows by default).
     edge_page_size: int = 10_000
@@ -292,6 +354,28 @@ class SparqlBackedKG:
             return self.profile.relation_term(relation)
         except InvalidTermError:
             return None
+
+    def _capped(self, limit: int | None) -> int | None:
+        """``limit`` lowered to ``max_neighbors`` (which also stands for no limit)."""
+        cap = self.max_neighbors
+        return limit if cap is None else (cap if limit is None else min(limit, cap))
+
+    def _paged(self, limit: int | None) -> bool:
+        return limit is not None and self.page_size is not None and limit + 1 > self.page_size
+
+    def _pages(self, query: str, order: str, want: int) -> list[Row]:
+        """At most ``want`` rows of ``query``, ``page_size`` per request, until a page comes back short."""
+        size = max(1, int(self.page_size or want))
+        rows: list[Row] = []
+        offset = 0
+        while len(rows) < want:
+            n = min(size, want - len(rows))
+            page = self._select(page_query(query, order, n, offset))
+            rows.extend(page)
+            offset += n
+            if len(page) < n:
+                break
+        return rows
 
     def _cached(self, key: Hashable, compute: Any) -> Any:
         hit = self._cache.get(key)
@@ -392,9 +476,12 @@ class SparqlBackedKG:
         """Edges of many entities; one query per ``batch_size`` uncached entities.
 
         With a ``limit``, it holds per entity and each list's ``truncated`` says whether it was hit.
+        ``max_neighbors`` caps every list (a limit above it, or none, becomes it); a list longer than
+        ``page_size`` is read in pages, one entity at a time.
         """
         check_direction(direction)
         _check_limit(limit)
+        limit = self._capped(limit)
         out: dict[str, TripleList] = {}
         rterm = None
         if relation is not None:
@@ -426,6 +513,19 @@ class SparqlBackedKG:
     def _fetch_edges(
         self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
     ) -> dict[str, TripleList]:
+        if not self._paged(limit):
+            return self._fetch_batch(chunk, rterm, direction, limit)
+        # a read longer than a page: one page per entity in one request first; the entities it does
+        # not finish (hubs) are read again, in pages
+        got = self._fetch_batch(chunk, rterm, direction, self.page_size)
+        for e, term in chunk:
+            if got[e].truncated:
+                got[e] = self._paged_edges(e, term, rterm, direction, int(limit))  # type: ignore[arg-type]
+        return got
+
+    def _fetch_batch(
+        self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
+    ) -> dict[str, TripleList]:
         by_iri = {term[1:-1]: e for e, term in chunk}
         rows = self._select(
             neighbors_query([t for _, t in chunk], rterm, direction, limit, ordered=self.ordered)
@@ -452,6 +552,24 @@ class SparqlBackedKG:
                 result[e] = TripleList(triples, truncated=False, total=len(triples))
         return result
 
+    def _paged_edges(
+        self, e: str, term: str, rterm: str | None, direction: Direction, limit: int
+    ) -> TripleList:
+        """One entity's edges in pages: out-edges, then in-edges, each by relation and other end."""
+        rel_id, ent_id = self.profile.relation_id, self.profile.entity_id
+        triples: list[Triple] = []
+        for inverse in _sides(direction):
+            want = limit + 1 - len(triples)  # one more than the limit tells a cut
+            if want <= 0:
+                break
+            v = "s" if inverse else "o"
+            for row in self._pages(edge_side_query(term, rterm, inverse), f"?r ?{v}", want):
+                r, x = rel_id(row["r"].value), ent_id(row[v].value)
+                triples.append(Triple(x, r, e) if inverse else Triple(e, r, x))
+        if len(triples) > limit:
+            return TripleList(triples[:limit], truncated=True, total=None)
+        return TripleList(triples, truncated=False, total=len(triples))
+
     def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int:
         check_direction(direction)
         term = self._eterm(entity)
@@ -470,6 +588,76 @@ class SparqlBackedKG:
         if h is None or r is None or t is None:
             return False
         return bool(self._cached(("ask", head, relation, tail), lambda: self._ask(has_triple_query(h, r, t))))
+
+    # relation paths (ChainQueries) ------------------------------------------
+    def _chain_terms(
+        self, topic: str, relation_path: Sequence[str]
+    ) -> tuple[str, list[tuple[str, bool]]] | None:
+        steps = parse_relation_path(relation_path)
+        term = self._eterm(topic)
+        rterms = [(self._rterm(r), inv) for r, inv in steps]
+        if term is None or any(r is None for r, _ in rterms):
+            return None
+        return term, rterms  # type: ignore[return-value]
+
+    def chain_ends(
+        self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
+    ) -> tuple[list[str], bool]:
+        """The entities ``relation_path`` reaches from ``topic``, at most ``limit`` (and ``max_neighbors``),
+        and whether there were more: one ``SELECT DISTINCT .. LIMIT limit+1``, or pages of ``page_size``
+        (see :class:`~kg_agents.kg.base.ChainQueries`)."""
+        _check_limit(limit)
+        limit = self._capped(limit)
+        found = self._chain_terms(topic, relation_path)
+        if found is None:
+            return [], False
+        term, steps = found
+
+        def compute() -> tuple[list[str], bool]:
+            var = f"x{len(steps)}"
+            paged = self._paged(limit)
+            rows = self._select(chain_ends_query(term, steps, self.page_size if paged else limit))
+            if paged and len(rows) > int(self.page_size):  # type: ignore[arg-type]
+                # more than a page: read again, in pages
+                rows = self._pages(chain_ends_query(term, steps, None), f"?{var}", int(limit) + 1)  # type: ignore[arg-type]
+            ends = list(dict.fromkeys(self.profile.entity_id(r[var].value) for r in rows if var in r))
+            if limit is not None and len(ends) > limit:
+                return ends[:limit], True
+            return ends, False
+
+        ends, cut = self._cached(("chain", topic, tuple(relation_path), limit), compute)
+        return list(ends), bool(cut)
+
+    def chain_witnesses(
+        self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
+    ) -> dict[str, Path]:
+        """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches: one grouped
+        query per ``batch_size`` ends."""
+        rel_steps = parse_relation_path(relation_path)
+        found = self._chain_terms(topic, relation_path)
+        out: dict[str, Path] = {}
+        if found is None:
+            return out
+        term, steps = found
+        targets = {e: t for e in dict.fromkeys(ends) if e != topic and (t := self._eterm(e)) is not None}
+        items = list(targets.items())
+        var = f"x{len(steps)}"
+        for i in range(0, len(items), max(1, self.batch_size)):
+            chunk = dict(items[i : i + max(1, self.batch_size)])
+            by_iri = {t[1:-1]: e for e, t in chunk.items()}
+            for row in self._select(chain_witness_query(term, steps, list(chunk.values()))):
+                end = by_iri.get(row[var].value) if var in row else None
+                if end is None or ("w" not in row and len(steps) > 1):
+                    continue
+                inner = row["w"].value.split(" ") if len(steps) > 1 else []
+                nodes = [topic, *(self.profile.entity_id(x) for x in inner), end]
+                if len(nodes) != len(steps) + 1:
+                    continue
+                hops = [
+                    Hop(nodes[k], rel, nodes[k + 1], inverse) for k, (rel, inverse) in enumerate(rel_steps)
+                ]
+                out[end] = Path(tuple(hops))
+        return out
 
     def all_relations(self) -> list[str]:
         def compute() -> list[str]:

@@ -21,6 +21,7 @@ __all__ = [
     "ARROW",
     "DIRECTIONS",
     "INVERSE_PREFIX",
+    "ChainQueries",
     "Direction",
     "Hop",
     "KnowledgeGraph",
@@ -28,6 +29,9 @@ __all__ = [
     "Triple",
     "TripleList",
     "check_direction",
+    "has_chain_queries",
+    "joins_in_engine",
+    "parse_relation_path",
     "verify_path",
     "verify_paths",
 ]
@@ -248,6 +252,75 @@ class KnowledgeGraph(Protocol):
     def fingerprint(self) -> str:
         """A short string that changes when the KG's content changes (for caches)."""
         ...
+
+
+def parse_relation_path(relation_path: Sequence[str]) -> tuple[tuple[str, bool], ...]:
+    """A relation path (``["starred_actors", "~directed_by"]``: relation ids, ``~`` for a hop walked
+    against its triple) as ``(relation, inverse)`` steps.
+
+    Raises:
+        ValueError: an empty path, a string instead of a sequence, or a step that is not a non-empty
+            relation id.
+
+    Example:
+        >>> parse_relation_path(["~starred_actors", "directed_by"])
+        (('starred_actors', True), ('directed_by', False))
+    """
+    if isinstance(relation_path, str) or not isinstance(relation_path, Sequence) or not relation_path:
+        raise ValueError(f"a relation path is a non-empty sequence of relation ids, got {relation_path!r}")
+    steps = []
+    for step in relation_path:
+        if not isinstance(step, str):
+            raise ValueError(f"a relation path step must be a relation id, got {step!r}")
+        inverse = step.startswith(INVERSE_PREFIX)
+        rel = step[len(INVERSE_PREFIX) :] if inverse else step
+        if not rel:
+            raise ValueError(f"empty relation in relation path {list(relation_path)!r}")
+        steps.append((rel, inverse))
+    return tuple(steps)
+
+
+@runtime_checkable
+class ChainQueries(Protocol):
+    """An optional capability of a store: following a whole relation path in one operation, so that a
+    remote engine joins the hops itself instead of the client reading every hop's neighbourhood.
+
+    ``relation_path`` is a sequence of relation ids, ``~relation`` for a hop walked against its triple
+    (as in path text). A walk never passes through ``topic`` again and its end is never ``topic``;
+    unknown entities and relations reach nothing (no error). Check for the capability with
+    :func:`has_chain_queries`; ``MemoryKG``, ``RdfKG`` and ``SparqlKG`` have it.
+    """
+
+    def chain_ends(
+        self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
+    ) -> tuple[list[str], bool]:
+        """The distinct entities at the end of a walk from ``topic`` along ``relation_path``: at most
+        ``limit`` of them (None: all; which ones a cut keeps is the store's choice), and whether there
+        were more. Raises ``ValueError`` for a malformed path or limit."""
+        ...
+
+    def chain_witnesses(
+        self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
+    ) -> dict[str, Path]:
+        """One walk (a :class:`Path`) from ``topic`` along ``relation_path`` to each of ``ends`` that it
+        reaches; ends it does not reach are left out."""
+        ...
+
+
+def has_chain_queries(kg: object) -> bool:
+    """True when ``kg`` (or the store a proxy such as ``MeteredKG`` wraps) has :class:`ChainQueries`."""
+    return callable(getattr(kg, "chain_ends", None)) and callable(getattr(kg, "chain_witnesses", None))
+
+
+def joins_in_engine(kg: object) -> bool:
+    """True when ``kg`` answers :class:`ChainQueries` in a query engine (``RdfKG``, ``SparqlKG``: the
+    store sets ``joins_in_engine = True``), where walking a chosen relation chain whole in one query
+    saves reading every hop's neighbourhood into the client. An in-memory graph has the queries too,
+    but walking hop by hop costs it nothing, so the methods keep their hop-by-hop walk there (and their
+    measured figures on it)."""
+    return has_chain_queries(kg) and any(
+        getattr(k, "joins_in_engine", False) is True for k in (kg, getattr(kg, "inner", None))
+    )
 
 
 def verify_path(kg: KnowledgeGraph, path: Path) -> bool:

@@ -17,7 +17,7 @@ from typing import IO
 import numpy as np
 
 from kg_agents.errors import DataFormatError, EntityNotFound
-from kg_agents.kg.base import Direction, Triple, TripleList, check_direction
+from kg_agents.kg.base import Direction, Hop, Path, Triple, TripleList, check_direction, parse_relation_path
 
 __all__ = ["RDFS_LABEL", "MemoryKG", "guess_format", "read_delimited"]
 
@@ -276,6 +276,67 @@ class MemoryKG:
         seg = self._out_o[a:b]
         k = int(np.searchsorted(seg, tid))
         return k < seg.size and int(seg[k]) == tid
+
+    # ------------------------------------------------------------------ relation paths (ChainQueries)
+    def _levels(self, topic: str, relation_path: Sequence[str]) -> list[dict[int, tuple[int, int]]] | None:
+        """Each hop's reached entities with one parent ``(entity, relation)`` each; None: nothing reached."""
+        steps = parse_relation_path(relation_path)
+        eid = self._ent.get(topic)
+        if eid is None:
+            return None
+        levels: list[dict[int, tuple[int, int]]] = []
+        frontier = [eid]
+        for rel, inverse in steps:
+            rid = self._rel.get(rel)
+            if rid is None:
+                return None
+            oo = self._in_o if inverse else self._out_o
+            reached: dict[int, tuple[int, int]] = {}
+            for e in frontier:
+                a, b = self._slice(e, rid, inverse)
+                for o in oo[a:b].tolist():
+                    if o != eid and o not in reached:  # a walk never passes through the topic again
+                        reached[o] = (e, rid)
+            if not reached:
+                return None
+            levels.append(reached)
+            frontier = sorted(reached)
+        return levels
+
+    def chain_ends(
+        self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
+    ) -> tuple[list[str], bool]:
+        """The entities ``relation_path`` reaches from ``topic`` (sorted by id; see
+        :class:`~kg_agents.kg.base.ChainQueries`), at most ``limit``, and whether there were more."""
+        _check_limit(limit)
+        levels = self._levels(topic, relation_path)
+        if levels is None:
+            return [], False
+        ends = sorted(self._ents[i] for i in levels[-1])
+        if limit is not None and len(ends) > limit:
+            return ends[:limit], True
+        return ends, False
+
+    def chain_witnesses(
+        self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
+    ) -> dict[str, Path]:
+        """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches."""
+        steps = parse_relation_path(relation_path)
+        levels = self._levels(topic, relation_path)
+        out: dict[str, Path] = {}
+        if levels is None:
+            return out
+        for end in dict.fromkeys(ends):
+            cur = self._ent.get(end)
+            if cur is None or cur not in levels[-1]:
+                continue
+            hops: list[Hop] = []
+            for k in range(len(levels) - 1, -1, -1):
+                prev, rid = levels[k][cur]
+                hops.append(Hop(self._ents[prev], self._rels[rid], self._ents[cur], steps[k][1]))
+                cur = prev
+            out[end] = Path(tuple(reversed(hops)))
+        return out
 
 
 def _sides(direction: Direction) -> tuple[bool, ...]:

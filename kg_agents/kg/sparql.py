@@ -8,7 +8,9 @@ never a query error.
 
 ``neighbors_many`` over N entities is one request when N <= ``batch_size``: with a limit, one
 subquery per entity (``ORDER BY .. LIMIT limit+1``) joined by ``UNION``, so the limit is exact per
-entity and truncation is reported; without a limit, one ``VALUES`` block.
+entity and truncation is reported; without a limit, one ``VALUES`` block. ``max_neighbors`` (10,000)
+caps every neighbour list whatever the limit, and a list longer than ``page_size`` (5,000) is read in
+pages: a hub's neighbourhood never comes whole into the client.
 
 Each attempt waits at most ``timeout`` seconds (enforced by a deadline, not only the socket
 timeout); failed attempts are retried ``retries`` times with exponential backoff
@@ -90,6 +92,14 @@ class SparqlKG(SparqlBackedKG):
         ordered: when a ``limit`` cuts a neighbour list, keep the first edges by relation and
             IRI (the same on every store) instead of the store's index order; this sorts all of a
             hub's edges on the server, which is much slower (see ``benchmarks/bench_kg.py``).
+        max_neighbors: the most edges one entity's neighbour list holds, and the most ends
+            ``chain_ends`` returns, whatever ``limit`` asks (a larger limit, or None, becomes this;
+            ``TripleList.truncated`` says when it cut): a hub's neighbourhood never comes whole into
+            the client. None lifts the cap.
+        page_size: the most rows one request asks for: a neighbour list (or ``chain_ends``) longer than
+            this is read in pages (``ORDER BY .. LIMIT .. OFFSET``), one entity at a time. Keep it
+            below the endpoint's own row cap (Virtuoso's ``ResultSetMaxRows``, 10,000 by default),
+            which otherwise cuts a large answer silently.
 
     Raises:
         ConfigError: an unknown profile.
@@ -115,10 +125,18 @@ class SparqlKG(SparqlBackedKG):
         name: str | None = None,
         headers: dict[str, str] | None = None,
         ordered: bool = False,
+        max_neighbors: int | None = 10_000,
+        page_size: int = 5_000,
     ) -> None:
         super().__init__(cache_size=cache_size, ordered=ordered)
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if max_neighbors is not None and (not _positive(max_neighbors)):
+            raise ConfigError(f"max_neighbors must be a positive integer or None, got {max_neighbors!r}")
+        if not _positive(page_size):
+            raise ConfigError(f"page_size must be a positive integer, got {page_size!r}")
+        self.max_neighbors = max_neighbors
+        self.page_size = page_size
         if retries < 0:
             raise ConfigError(f"retries must be >= 0, got {retries!r}")
         self.endpoint = endpoint
@@ -290,6 +308,10 @@ class SparqlKG(SparqlBackedKG):
             d.update("\n".join(parts).encode())
             self._fingerprint = d.hexdigest()
         return self._fingerprint
+
+
+def _positive(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
 def _short(exc: BaseException, n: int = 300) -> str:

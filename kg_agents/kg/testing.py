@@ -21,8 +21,8 @@ from urllib.parse import quote
 
 import pytest
 
-from kg_agents.kg.base import KnowledgeGraph, Path, Triple, TripleList, verify_path
-from kg_agents.kg.paths import enumerate_paths, shortest_paths
+from kg_agents.kg.base import KnowledgeGraph, Path, Triple, TripleList, has_chain_queries, verify_path
+from kg_agents.kg.paths import enumerate_paths, follow_chain, shortest_paths
 
 __all__ = [
     "CONTRACT_ENTITY_NS",
@@ -220,3 +220,71 @@ class KnowledgeGraphContract:
         bad = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Ron Howard")
         assert verify_path(kg, good)
         assert not verify_path(kg, bad)
+
+    # ------------------------------------------------------------------ ChainQueries (optional)
+    def _chains(self, kg: Any) -> Any:
+        if not has_chain_queries(kg):
+            pytest.skip("the store has no chain_ends / chain_witnesses (an optional capability)")
+        return kg
+
+    def test_chain_ends(self, kg: KnowledgeGraph) -> None:
+        c = self._chains(kg)
+        ends, cut = c.chain_ends("Tom Hanks", ["~starred_actors", "directed_by"])
+        assert set(ends) == {"Ron Howard", "Penny Marshall", "Robert Zemeckis"} and len(ends) == 3
+        assert cut is False
+        assert c.chain_ends("Splash", ["directed_by"], limit=5) == (["Ron Howard"], False)
+        assert set(c.chain_ends("Babaloo Mandel", ["~written_by", "starred_actors"])[0]) == {
+            "Tom Hanks",
+            "Steve Martin",
+        }
+        assert c.chain_ends('The "Quoted" Film', ["has_tags"]) == (["a <weird> tag"], False)
+
+    def test_chain_ends_limit_reports_truncation(self, kg: KnowledgeGraph) -> None:
+        c = self._chains(kg)
+        full = set(c.chain_ends("Tom Hanks", ["~starred_actors", "directed_by"])[0])
+        ends, cut = c.chain_ends("Tom Hanks", ["~starred_actors", "directed_by"], limit=2)
+        assert len(ends) == 2 and cut is True and set(ends) <= full
+        assert c.chain_ends("Tom Hanks", ["~starred_actors", "directed_by"], limit=3)[1] is False
+        assert c.chain_ends("Tom Hanks", ["~starred_actors"], limit=0) == ([], True)
+
+    def test_chain_ends_never_return_to_the_topic(self, kg: KnowledgeGraph) -> None:
+        c = self._chains(kg)
+        assert c.chain_ends("Ron Howard", ["~directed_by", "directed_by"]) == ([], False)
+        # the actors of the other films of Splash's director: no walk passes through Splash again
+        ends = set(c.chain_ends("Splash", ["directed_by", "~directed_by", "starred_actors"])[0])
+        assert ends == {"Steve Martin"}
+        for start, path in (
+            ("Tom Hanks", ["~starred_actors", "directed_by", "~directed_by"]),
+            ("Babaloo Mandel", ["~written_by", "directed_by", "~directed_by", "starred_actors"]),
+        ):
+            chain = [(r.lstrip("~"), "in" if r.startswith("~") else "out") for r in path]
+            assert set(c.chain_ends(start, path)[0]) == follow_chain(kg, {start}, chain, 100)
+
+    def test_chain_ends_unknown_terms_reach_nothing(self, kg: KnowledgeGraph) -> None:
+        c = self._chains(kg)
+        assert c.chain_ends("No Such Movie", ["directed_by"]) == ([], False)
+        assert c.chain_ends("Splash", ["no_such_relation"]) == ([], False)
+        assert c.chain_ends("Splash", ["directed_by> } ; DROP ALL #", "~x"]) == ([], False)
+        assert c.chain_witnesses("Splash", ["directed_by"], ["No Such Movie"]) == {}
+
+    def test_chain_ends_bad_arguments(self, kg: KnowledgeGraph) -> None:
+        c = self._chains(kg)
+        for bad in ([], "directed_by", ["~"], [3]):
+            with pytest.raises(ValueError):
+                c.chain_ends("Splash", bad)
+        with pytest.raises(ValueError):
+            c.chain_ends("Splash", ["directed_by"], limit=-1)
+
+    def test_chain_witnesses_are_walks_of_the_path(self, kg: KnowledgeGraph) -> None:
+        c = self._chains(kg)
+        path = ["~starred_actors", "directed_by"]
+        ends = c.chain_ends("Tom Hanks", path)[0]
+        got = c.chain_witnesses("Tom Hanks", path, [*ends, "Steve Martin", "No Such Movie"])
+        assert set(got) == set(ends)  # Steve Martin is no director: no walk reaches him
+        for end, p in got.items():
+            assert p.start == "Tom Hanks" and p.end == end and verify_path(kg, p)
+            assert [h.relation_text for h in p.hops] == path
+        one = c.chain_witnesses("Splash", ["directed_by"], ["Ron Howard", "Tom Hanks"])
+        assert {e: p.to_text() for e, p in one.items()} == {
+            "Ron Howard": "Splash -> directed_by -> Ron Howard"
+        }

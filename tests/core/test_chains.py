@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kg_agents.core.chains import chain_text, relation_chains
+from kg_agents.core.chains import chain_text, relation_chains, relation_path, walk_chain
+from kg_agents.core.metering import MeteredKG, metered
 from kg_agents.errors import ConfigError
+from kg_agents.kg.base import has_chain_queries, verify_path
 from kg_agents.kg.memory import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.kg.hop_by_hop import HopByHopKG
 
 KG = MemoryKG(CONTRACT_TRIPLES)
 
@@ -50,3 +53,54 @@ def test_bad_bounds_are_config_errors(key, bad):
     length = kwargs.pop("length")
     with pytest.raises(ConfigError, match=f"{key} must be a positive integer"):
         relation_chains(KG, ["Splash"], length, **kwargs)
+
+
+def test_walk_chain_gives_each_end_one_walk_and_traces_the_cut():
+    path = relation_path((("starred_actors", "in"), ("directed_by", "out")))
+    assert path == ["~starred_actors", "directed_by"]
+    walk = walk_chain(KG, ["Tom Hanks", "Steve Martin"], path, limit=10)
+    assert walk.ends == 4 and walk.truncated == []
+    assert sorted(p.end for p in walk.paths) == [
+        "Penny Marshall",
+        "Robert Zemeckis",
+        "Ron Howard",
+        "Ron Howard",
+    ]
+    assert all(verify_path(KG, p) and [h.relation_text for h in p.hops] == path for p in walk.paths)
+    cut = walk_chain(KG, ["Tom Hanks"], path, limit=2)
+    assert (
+        cut.ends == 2 and len(cut.paths) == 2 and cut.truncated == ["Tom Hanks ~starred_actors/directed_by"]
+    )
+
+
+def test_metered_kg_counts_chain_queries_and_has_them_only_when_the_store_does():
+    mkg = MeteredKG(KG)
+    assert has_chain_queries(mkg) and not has_chain_queries(MeteredKG(HopByHopKG(KG)))
+
+    @metered
+    def node() -> dict:
+        walk_chain(mkg, ["Tom Hanks"], ["~starred_actors", "directed_by"], limit=5)
+        return {}
+
+    assert node()["usage"]["kg_calls"] == 2  # the ends, then their walks
+
+
+def test_a_hub_with_many_relations_costs_about_max_chains_reads():
+    hub = MemoryKG([(f"x{i}", f"rel_{i:03d}", "Hub") for i in range(300)] + [("x0", "next", "y")])
+    reads: list[str] = []
+
+    class Counting:
+        def relations(self, e: str, d: str = "out") -> list[str]:
+            return hub.relations(e, d)  # type: ignore[arg-type]
+
+        def neighbors_many(self, ents: list[str], rel: str, d: str, limit: int) -> dict:
+            reads.append(rel)
+            return hub.neighbors_many(ents, rel, d, limit)  # type: ignore[arg-type]
+
+    chains, truncated = relation_chains(Counting(), ["Hub"], 1, max_chains=20)
+    assert truncated and len(chains) == 20 and len(reads) == 21  # the 21st tells the cut, no more are read
+    assert chains == [((f"rel_{i:03d}", "in"),) for i in range(20)]  # the first 20, as before the cut
+    assert relation_chains(hub, ["Hub"], 1, max_chains=300) == (
+        [((f"rel_{i:03d}", "in"),) for i in range(300)],
+        False,
+    )

@@ -14,9 +14,10 @@ import pytest
 
 from kg_agents.errors import ConfigError, EndpointError, EntityNotFound, KGError
 from kg_agents.kg import open_kg
+from kg_agents.kg.base import Triple
 from kg_agents.kg.servers import free_port
 from kg_agents.kg.sparql import SparqlKG
-from kg_agents.kg.testing import KnowledgeGraphContract, write_contract_ntriples
+from kg_agents.kg.testing import CONTRACT_TRIPLES, KnowledgeGraphContract, write_contract_ntriples
 from tests.servers import CONTRACT_GRAPH, CONTRACT_PROFILE, METAQA_GRAPH
 
 
@@ -162,6 +163,26 @@ def test_only_select_and_ask_are_sent(endpoint: MiniEndpoint) -> None:
         (query,) = rec["params"]["query"]
         parsed = prepareQuery(query)  # an update would not parse as a query
         assert parsed.algebra.name in ("SelectQuery", "AskQuery")
+
+
+def test_max_neighbors_caps_every_read_and_page_size_splits_it(endpoint: MiniEndpoint) -> None:
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0, max_neighbors=3, page_size=2)
+    got = kg.neighbors("Tom Hanks", direction="in")  # 4 edges, no limit asked: the cap holds
+    assert len(got) == 3 and got.truncated and got.total is None
+    # a page-sized read first (3 rows: more than a page), then again in pages of 2 (the 4th row: the cut)
+    assert len(endpoint.requests) == 3
+    assert all("ORDER BY ?r ?s LIMIT 2" in r["params"]["query"][0] for r in endpoint.requests[1:])
+    assert kg.neighbors("Tom Hanks", direction="in", limit=2) == got[:2]  # the same order, within a page
+    both = kg.neighbors("Big", direction="both")  # out-edges, then in-edges, over pages
+    assert set(both) == {Triple(h, r, t) for h, r, t in CONTRACT_TRIPLES if "Big" in (h, t)}
+    ends, cut = kg.chain_ends("Tom Hanks", ["~starred_actors", "directed_by"])
+    assert len(ends) == 3 and not cut
+    assert kg.chain_ends("Tom Hanks", ["~starred_actors"]) == (["Big", "Cast Away", "Forrest Gump"], True)
+    uncapped = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, max_neighbors=None)
+    assert len(uncapped.neighbors("Tom Hanks", direction="in")) == 4
+    for bad in ({"max_neighbors": 0}, {"page_size": 0}, {"page_size": None}, {"max_neighbors": True}):
+        with pytest.raises(ConfigError):
+            SparqlKG(endpoint.url, **bad)  # type: ignore[arg-type]
 
 
 def test_update_is_refused_before_sending(endpoint: MiniEndpoint) -> None:

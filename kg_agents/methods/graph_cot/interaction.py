@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.chains import chain_example as chain_prompt_example
 from kg_agents.core.chains import chain_text as relation_chain_text
-from kg_agents.core.chains import relation_chains
+from kg_agents.core.chains import relation_chains, walk_chain
 from kg_agents.core.decide import (
     answer_candidates,
     check_calibrate,
@@ -42,7 +42,7 @@ from kg_agents.core.metering import MeteredKG, invoke_llm
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.support import support_paths
 from kg_agents.errors import ConfigError, EntityNotFound, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple, joins_in_engine
 from kg_agents.kg.text import relation_words
 from kg_agents.llm.ranking import Ranking
 from kg_agents.methods.graph_cot.parsing import (
@@ -770,15 +770,19 @@ class ExploreInteraction(Interaction):
         plan, length = branch.get("plan"), int(walk or 0)
         if ranked and self.relation_chain and length >= 2 and plan is None and not branch.get("depth"):
             plan = self._plan(question, seen[: self.max_entities], length, trace)
-        found, new_seen, search_trace, depth = self._search(
-            question, thought, seen, visited, {**branch, "plan": plan}, settings
-        )
+        ends = None  # a whole chain's ends, walked by the store: the answer's candidates
+        if plan and len(plan) == length and not branch.get("depth") and joins_in_engine(self.kg):
+            found, new_seen, search_trace, depth, ends = self._walk_plan(seen, visited, plan)
+        else:
+            found, new_seen, search_trace, depth = self._search(
+                question, thought, seen, visited, {**branch, "plan": plan}, settings
+            )
         trace["search"] = search_trace
         step["observation"] = "; ".join(kg_text(triple_text(self.kg, t)) for t in found) or "no new triples"
         answers = None
         if ranked and found and search_trace and search_trace[-1].get("end"):
             # End? said the knowledge suffices: the answer is ranked among the entities this step reached
-            answers = self._ranked_answer(branch, question, thought, found, trace)
+            answers = self._ranked_answer(branch, question, thought, found, trace, ends)
             if answers:
                 step["action"] = f"Finish[{' | '.join(map(kg_text, answers))}]"
         return {
@@ -793,16 +797,46 @@ class ExploreInteraction(Interaction):
             "trace": trace,
         }
 
-    def _ranked_answer(
-        self, branch: dict[str, Any], question: str, thought: str, found: list[Triple], trace: dict[str, Any]
-    ) -> list[str] | None:
-        """The best of the entities ``found`` reached (the ones it started from excluded), ranked."""
-        origins = set(branch.get("seen") or []) | set(branch.get("starts") or [])
-        labels = list(
-            dict.fromkeys(
-                entity_label(self.kg, x) for t in found for x in (t.head, t.tail) if x not in origins
-            )
+    def _walk_plan(
+        self, seen: list[str], visited: list[str], plan: list[str]
+    ) -> tuple[list[Triple], list[str], list[dict[str, Any]], int, list[str]]:
+        """The whole relation chain walked by the store (:func:`~kg_agents.core.chains.walk_chain`): its
+        ends from the unvisited entities (``fanout_limit`` per entity) with one walk to each, as
+        :meth:`_search` returns them (its one level ends the walk), and the ends."""
+        todo = [e for e in seen if e not in visited][: self.max_entities]
+        visited.extend(todo)
+        walk = walk_chain(self.kg, todo, plan, limit=self.fanout_limit)
+        found = list(dict.fromkeys(h.triple for p in walk.paths for h in p.hops))
+        reached = [h.target for p in walk.paths for h in p.hops]
+        rec = {
+            "level": 0,
+            "entities": todo,
+            "by": "whole chain",
+            "ends": walk.ends,
+            "truncated": walk.truncated,
+        }
+        return (
+            found,
+            list(dict.fromkeys([*seen, *reached])),
+            [{**rec, "end": True, "end_by": "hops"}],
+            len(plan),
+            list(dict.fromkeys(p.end for p in walk.paths if p.end is not None)),
         )
+
+    def _ranked_answer(
+        self,
+        branch: dict[str, Any],
+        question: str,
+        thought: str,
+        found: list[Triple],
+        trace: dict[str, Any],
+        ends: list[str] | None = None,
+    ) -> list[str] | None:
+        """The best of the entities ``found`` reached (the ones it started from excluded; ``ends``: only
+        these, a whole chain's ends), ranked."""
+        origins = set(branch.get("seen") or []) | set(branch.get("starts") or [])
+        reached = ends if ends is not None else [x for t in found for x in (t.head, t.tail)]
+        labels = list(dict.fromkeys(entity_label(self.kg, x) for x in reached if x not in origins))
         if not labels:
             return None
         triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]

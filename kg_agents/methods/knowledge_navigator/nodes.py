@@ -17,14 +17,14 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
-from kg_agents.core.chains import chain_example, chain_text, relation_chains
+from kg_agents.core.chains import chain_example, chain_text, relation_chains, relation_path, walk_chain
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, halted, no_answer_error
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, Direction, Path, Triple, check_direction
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, Path, Triple, check_direction, joins_in_engine
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 from kg_agents.methods.knowledge_navigator.knowledge import (
@@ -469,7 +469,9 @@ def select_relations(
 def expand(
     deps: KnowledgeNavigatorDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None
 ) -> dict[str, Any]:
-    """The kept relations' triples (fan-out bounded); the unvisited entities are the next core."""
+    """The kept relations' triples (fan-out bounded); the unvisited entities are the next core. With kept
+    relation chains on a store with chain queries, the first hop walks each chain whole instead: its ends
+    (``fanout_limit`` per topic entity) with one walk to each."""
     ctx = run_context(runtime, deps.defaults)
     hop = state.get("hop", 0)
     selected = state.get("selected") or {}
@@ -480,23 +482,32 @@ def expand(
     visited_set = set(visited)
     nxt: list[str] = []
     truncated: list[str] = []
-    for e in state.get("core") or []:
+    chains = state.get("chains") or []
+    steps: list[tuple[str, Triple]] = []  # (the entity a triple was reached from, the triple)
+    whole = hop == 0 and bool(chains) and joins_in_engine(deps.kg)
+    if whole:  # the store walks each kept chain to its ends (fanout_limit of them per topic entity)
+        core = state.get("core") or []
+        walks = [walk_chain(deps.kg, core, relation_path(c), limit=deps.fanout_limit) for c in chains]
+        steps = [(h.source, h.triple) for w in walks for p in w.paths for h in p.hops]
+        truncated = [t for w in walks for t in w.truncated]
+        hop = len(chains[0]) - 1  # the walks end at the chains' ends: this is the last hop
+    for e in [] if whole else state.get("core") or []:
         for rel, direction in selected.get(e, []):
             tl = deps.kg.neighbors(e, rel, check_direction(direction), limit=deps.fanout_limit)
             if tl.truncated:
                 truncated.append(f"{e} {traced_relation(rel, direction)}")
-            for t in tl:
-                if t not in seen_triples:
-                    seen_triples.add(t)
-                    retrieved.append(t)
-                other = t.other(e)
-                if other not in visited_set:
-                    visited_set.add(other)
-                    visited.append(other)
-                    parents[other] = t
-                    nxt.append(other)
+            steps.extend((e, t) for t in tl)
+    for e, t in steps:
+        if t not in seen_triples:
+            seen_triples.add(t)
+            retrieved.append(t)
+        other = t.other(e)
+        if other not in visited_set:
+            visited_set.add(other)
+            visited.append(other)
+            parents[other] = t
+            nxt.append(other)
     off_chain = 0
-    chains = state.get("chains") or []
     following = [c[hop + 1] for c in chains if hop + 1 < len(c)]
     if following and nxt:
         # the next core: the entities with a kept chain's next relation (a film with no genre is off a
@@ -525,6 +536,7 @@ def expand(
                 "new_entities": len(nxt),
                 "core_cut": cut,
                 "off_chain": off_chain,
+                "whole_chains": whole,
                 "fanout_truncated": truncated,
             }
         ],

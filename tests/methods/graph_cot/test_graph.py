@@ -27,6 +27,7 @@ from kg_agents.methods.graph_cot.graph import (
     expected_llm_calls,
 )
 from tests.fakes import FakeChat, FakeHops
+from tests.kg.hop_by_hop import EngineJoinKG, HopByHopKG
 from tests.methods.graph_cot.helpers import (
     END_Q,
     EXTRACT,
@@ -591,6 +592,7 @@ def test_real_local_model_walks_a_ranked_relation_chain(metaqa, local_llm):
     # followed its relation
     assert len(plan["chosen"]) == 2 and plan["ranking"]["route"] == "logprobs" and plan["chains"] > 1
     assert plan["example"] is False  # a 2-hop chain is ranked without the 2-hop worked example
+    # in memory the chain is followed hop by hop, each level by its relation
     assert [s["search"][0]["relations"].get(e) for s in steps for e in s["search"][0]["entities"]][:1] == [
         [plan["chosen"][0]]
     ]
@@ -778,7 +780,10 @@ def test_ranked_explorer_walks_the_predicted_hops_without_asking_end():
     scores, asked = _end_asked(director_scores(end=True))
     llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
     hops = FakeHops(2)
-    out = create_graph_explore_graph(KG, llm=llm, max_steps=3, hops="predict", hop_classifier=hops).invoke(Q)
+    graph = create_graph_explore_graph(
+        HopByHopKG(KG), llm=llm, max_steps=3, hops="predict", hop_classifier=hops
+    )
+    out = graph.invoke(Q)
     steps = _trace(out, "expand")
     assert _trace(out, "prepare")[0]["hops"] == 2 and hops.seen == [(Q["question"], ["Splash"])]
     assert [(s["search"][0]["end"], s["search"][0]["end_by"]) for s in steps] == [
@@ -807,7 +812,9 @@ def test_a_given_walk_length_ends_the_explorer_after_one_hop_and_a_written_finis
     assert out["answers"] == ["Ron Howard"] and asked == []
     # a run's context sets the walk length too
     thoughts = iter(["I need the director."] * 3)
-    out = create_graph_explore_graph(KG, llm=llm, max_steps=3, hops="none").invoke(Q, context={"hops": 2})
+    out = create_graph_explore_graph(HopByHopKG(KG), llm=llm, max_steps=3, hops="none").invoke(
+        Q, context={"hops": 2}
+    )
     assert _trace(out, "prepare")[0]["hops"] == 2 and out["answers"] == ["Parenthood"]
 
 
@@ -870,7 +877,7 @@ def trap_scores(text: str, options: list[str]) -> list[float]:
 
 def test_ranked_explorer_chooses_the_relations_as_one_chain_of_the_walks_length():
     llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
-    out = create_graph_explore_graph(KG, llm=llm, max_steps=4, hops=3).invoke(Q3)
+    out = create_graph_explore_graph(HopByHopKG(KG), llm=llm, max_steps=4, hops=3).invoke(Q3)
     steps = _trace(out, "expand")
     plan = steps[0]["plan"]
     assert plan["chosen"] == ["written_by", "~written_by", "starred_actors"] and plan["truncated"] is False
@@ -902,6 +909,29 @@ def test_ranked_explorer_chooses_the_relations_as_one_chain_of_the_walks_length(
     assert out["answers"] != ["Steve Martin"]
 
 
+def test_on_a_store_with_chain_queries_the_explorer_walks_the_chosen_chain_whole():
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the writer."), logprobs=trap_scores, tools=False)
+    out = create_graph_explore_graph(EngineJoinKG(KG), llm=llm, max_steps=4, hops=3).invoke(Q3)
+    steps = _trace(out, "expand")
+    assert steps[0]["plan"]["chosen"] == ["written_by", "~written_by", "starred_actors"]
+    # one step, one search level: the store's walks to the chain's ends, no relation or entity pruning
+    assert len(steps) == 1 and llm.calls[PRUNE_REL] == 0
+    level = steps[0]["search"][0]
+    assert level["by"] == "whole chain" and level["end"] is True and level["truncated"] == []
+    assert out["answers"] == ["Steve Martin"]
+    assert [p.to_text() for p in out["paths"]] == [
+        "Splash -> written_by -> Babaloo Mandel -> ~written_by -> Parenthood"
+        " -> starred_actors -> Steve Martin"
+    ]
+    # the ends are cut at fanout_limit per entity, and the cut is traced
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=trap_scores, tools=False)
+    out = create_graph_explore_graph(EngineJoinKG(KG), llm=llm, max_steps=2, hops=2, fanout_limit=1).invoke(
+        {"question": "who directed the films of [Tom Hanks]", "topic_entities": ["Tom Hanks"]}
+    )
+    level = _trace(out, "expand")[0]["search"][0]
+    assert level["by"] == "whole chain" and level["ends"] == 1 and level["truncated"]
+
+
 def test_a_neighbour_without_the_chain_s_next_relation_is_left_out_before_the_pruning():
     from kg_agents.kg import MemoryKG
 
@@ -923,7 +953,7 @@ def test_a_neighbour_without_the_chain_s_next_relation_is_left_out_before_the_pr
         "topic_entities": ["Ann Wri"],
     }
     llm = FakeChat(rules=explore_rules(lambda p: "I need the films."), logprobs=scores, tools=False)
-    out = create_graph_explore_graph(kg, llm=llm, max_steps=3, hops=2).invoke(question)
+    out = create_graph_explore_graph(HopByHopKG(kg), llm=llm, max_steps=3, hops=2).invoke(question)
     first = _trace(out, "expand")[0]["search"][0]
     assert first["off_chain"] == {"Ann Wri ~written_by": 1}
     assert out["answers"] == ["Drama"]
@@ -956,7 +986,7 @@ def test_the_walk_does_not_turn_back_to_the_nodes_it_came_from():
 
     def ask(question: str, topic: str) -> dict:
         llm = FakeChat(rules=explore_rules(lambda p: "I need the co-writers."), logprobs=scores, tools=False)
-        g = create_graph_explore_graph(kg, llm=llm, max_steps=3, hops=2, keep_entities=1)
+        g = create_graph_explore_graph(HopByHopKG(kg), llm=llm, max_steps=3, hops=2, keep_entities=1)
         return g.invoke({"question": question, "topic_entities": [topic]})
 
     # the film's writers are John Barry, whom the walk came from, and Martin Amis: only Martin Amis is a
@@ -979,7 +1009,7 @@ def test_the_walk_does_not_turn_back_to_the_nodes_it_came_from():
         ),
         tools=False,
     )
-    g = create_graph_explore_graph(kg, llm=llm, max_steps=4, hops=3, keep_entities=1)
+    g = create_graph_explore_graph(HopByHopKG(kg), llm=llm, max_steps=4, hops=3, keep_entities=1)
     out = g.invoke(
         {"question": "who co-wrote the films of the writers of [Moon]", "topic_entities": ["Moon"]}
     )

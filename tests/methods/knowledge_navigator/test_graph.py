@@ -27,6 +27,7 @@ from kg_agents.methods.knowledge_navigator.knowledge import (
 )
 from kg_agents.methods.knowledge_navigator.train import fit_softmax_head
 from tests.fakes import FakeChat
+from tests.kg.hop_by_hop import EngineJoinKG, HopByHopKG
 
 Q = "who directed the films written by [Babaloo Mandel]"
 VARIANTS = (
@@ -487,7 +488,8 @@ def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
 
     llm = FakeChat(logprobs=scores)
     q = {"question": "when were the films starring [Tom Hanks] released", "topic_entities": ["Tom Hanks"]}
-    out = create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False).invoke(
+    # a store without chain queries: the chain is followed hop by hop
+    out = create_knowledge_navigator_graph(HopByHopKG(kg), llm=llm, num_variants=0, calibrate=False).invoke(
         q, context={"hops": 2}
     )
     chain = next(t for t in out["trace"] if t["node"] == "select_chains")
@@ -512,6 +514,16 @@ def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
         kg, llm=llm, num_variants=0, calibrate=False, plan_example=False
     ).invoke(q, context={"hops": 3})
     assert next(t for t in plain["trace"] if t["node"] == "select_chains")["example"] is False
+    # the store walks the kept chain whole: one expand, the same answer and path
+    whole = create_knowledge_navigator_graph(
+        EngineJoinKG(kg), llm=llm, num_variants=0, calibrate=False
+    ).invoke(q, context={"hops": 2})
+    expands = [t for t in whole["trace"] if t["node"] == "expand"]
+    assert len(expands) == 1 and expands[0]["whole_chains"] and expands[0]["hop"] == 2
+    assert whole["answers"] == ["1984"] and [p.to_text() for p in whole["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Splash -> release_year -> 1984"
+    ]
+    assert whole["usage"]["llm_calls"] == 2
     # relation_chain=False: the paper's choice per hop, one ranking per hop
     per_hop = create_knowledge_navigator_graph(
         kg, llm=llm, num_variants=0, calibrate=False, relation_chain=False
@@ -539,15 +551,22 @@ def test_the_chain_vote_the_budget_and_a_graph_without_chains(kg):
     chain = next(t for t in out["trace"] if t["node"] == "select_chains")
     # the original question's vote weighs 2, the variant's 1
     assert chain["kept"] == [["~starred_actors", "directed_by"]] and len(chain["rankings"]) == 2
-    two = create_knowledge_navigator_graph(kg, llm=llm, num_variants=1, calibrate=False, top_m=2).invoke(
-        q, context={"hops": 2}
-    )
+    two = create_knowledge_navigator_graph(
+        HopByHopKG(kg), llm=llm, num_variants=1, calibrate=False, top_m=2
+    ).invoke(q, context={"hops": 2})
     kept = next(t for t in two["trace"] if t["node"] == "select_chains")["kept"]
     assert kept == [["~starred_actors", "directed_by"], ["~starred_actors", "release_year"]]
     assert [t["chain_relations"] for t in two["trace"] if t["node"] == "select_relations"][1] == [
         "directed_by",
         "release_year",
     ]
+    # walked whole by the store, both kept chains reach their ends: the directors and the years
+    whole = create_knowledge_navigator_graph(
+        EngineJoinKG(kg), llm=llm, num_variants=1, calibrate=False, top_m=2
+    ).invoke(q, context={"hops": 2})
+    assert [t["whole_chains"] for t in whole["trace"] if t["node"] == "expand"] == [True]
+    ends = {"Ron Howard", "Penny Marshall", "Robert Zemeckis", "1984", "1988"}
+    assert ends <= {x for line in whole["evidence"] for x in ends if x in line}
     # the budget: the chain ranking of two voters does not fit in one call
     tight = create_knowledge_navigator_graph(
         kg, llm=llm, num_variants=1, calibrate=False, max_llm_calls=2

@@ -1,0 +1,437 @@
+"""A Freebase-shaped graph in Virtuoso: bulk-load figures, then sampled questions through the methods.
+
+Steps:
+
+1. Generate the graph (:class:`kg_agents.kg.synthetic.FreebaseLike`, ``--triples`` and ``--seed``; a file
+   already in ``--workdir`` is reused) and bulk-load it into a private Virtuoso 7
+   (:class:`kg_agents.kg.servers.VirtuosoServer`, ``--buffers``, ``--loaders``). Reported: load seconds,
+   the server's RSS (now and its high-water mark, from ``/proc``) and its database's size on disk.
+2. Sample questions: relation paths of 1 to 3 hops from sampled topic entities, by random walks on the
+   server (a walk that ends on a mediator goes one hop further), plus fixed paths from the planned hubs
+   (the actor hub's "who directed the films starring X", through a ``film.performance`` mediator).
+   Each question's answers are the ends of its path, executed on the graph by one ``SELECT DISTINCT``
+   without a limit (written here, not through the stores' code); a question with no answer other
+   than its topic entity is redrawn.
+3. Ask them through each method (``--methods``), one fresh process per method so that its client RSS is
+   its own. The chat model is an oracle (the test suite's ``FakeChat`` with scripted log-probabilities):
+   it ranks the question's own relation chain, its relations and its answers first and everything else
+   last, so that the figures are the KG side of each method, with perfect decisions. The hop count is
+   given (``hops`` / ``answer_hops``).
+
+Columns: method, questions, found (questions whose answers include a gold answer), verified paths (mean
+per question), errors, truncated (questions whose trace reports a fan-out cut), p50 / p95 / max seconds
+per question, KG calls per question (the metered ones), the client's max RSS (MB; ``ru_maxrss``) after
+building the graph and after the questions, and the server's RSS after the method.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
+        [--methods graph_rag,knowledge_navigator,graph_explore] [--workdir DIR] [--buffers 100000]
+        [--timeout 60] [--json out.json] [--worker-path OTHER_CHECKOUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# the repository root, after PYTHONPATH: a worker's PYTHONPATH may put another checkout's kg_agents first
+sys.path.append(str(Path(__file__).resolve().parents[2]))
+
+GRAPH_IRI = "urn:kg-agents:freebase-like"
+METHODS = ("graph_rag", "knowledge_navigator", "graph_explore")
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+SKIP = {"type.object.type"}
+#: The most gold labels kept per question for the oracle and the "found" column.
+MAX_GOLD = 20_000
+
+
+# ---------------------------------------------------------------------- the graph on the server
+def server_memory(pid: int | None) -> dict[str, float]:
+    """``VmRSS`` and ``VmHWM`` (MB) of a process, from ``/proc``."""
+    out: dict[str, float] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def chain_query(kg: Any, topic: str, path: list[str], select: str, tail: str = "") -> str:
+    """A SELECT over the ends ``?x{n}`` of ``path`` from ``topic`` (terms rendered by the profile)."""
+    prev = kg.profile.entity_term(topic)
+    parts = []
+    for i, rel in enumerate(path, 1):
+        r = kg.profile.relation_term(rel.lstrip("~"))
+        parts.append(f"?x{i} {r} {prev} ." if rel.startswith("~") else f"{prev} {r} ?x{i} .")
+        prev = f"?x{i}"
+    end = f"?x{len(path)}"
+    where = " ".join(parts) + f" FILTER(isIRI({end}) && {end} != {kg.profile.entity_term(topic)})"
+    return f"SELECT {select} WHERE {{ {where} {tail} }}"
+
+
+def gold(kg: Any, topic: str, path: list[str]) -> tuple[int, list[str]]:
+    """The number of the path's distinct ends and the ids and English labels of at most MAX_GOLD."""
+    from kg_agents.eval.metrics import normalize_answer
+
+    end = f"?x{len(path)}"
+    n = int(kg._select(chain_query(kg, topic, path, f"(COUNT(DISTINCT {end}) AS ?n)"))[0]["n"].value)
+    label = f'OPTIONAL {{ {end} <{RDFS_LABEL}> ?l FILTER(langMatches(lang(?l), "en")) }}'
+    rows = kg._select(chain_query(kg, topic, path, f"DISTINCT {end} ?l", label) + f" LIMIT {MAX_GOLD}")
+    names: set[str] = set()
+    for row in rows:
+        names.add(normalize_answer(kg.profile.entity_id(row[end[1:]].value)))
+        if "l" in row:
+            names.add(normalize_answer(row["l"].value))
+    return n, sorted(names)
+
+
+def walk(kg: Any, rng: random.Random, topic: str, hops: int) -> tuple[list[str], bool] | None:
+    """A random relation path of ``hops`` hops from ``topic`` (longer while it ends on a mediator, an
+    entity without a label), and whether it passes a mediator; None when the walk is stuck."""
+    path: list[str] = []
+    cur, mediator = topic, False
+    while len(path) < hops or kg.label(cur) == cur:
+        if len(path) >= 4:
+            return None
+        options = [(r, d) for d in ("out", "in") for r in kg.relations(cur, d) if r not in SKIP]
+        if not options:
+            return None
+        rel, d = rng.choice(options)
+        nbrs = kg.neighbors(cur, rel, d, limit=20)
+        if not nbrs:
+            return None
+        cur = rng.choice(nbrs).other(cur)
+        path.append(rel if d == "out" else "~" + rel)
+        mediator = mediator or kg.label(cur) == cur  # the walk never ends on one
+    return path, mediator
+
+
+def sample_questions(kg: Any, gen: Any, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` questions: the fixed hub paths first, then random walks from sampled topics."""
+    from kg_agents.core.chains import chain_text
+    from kg_agents.kg.synthetic import PROBE_PATH
+
+    rng = random.Random(seed)
+    fixed: list[tuple[str, str, list[str], bool]] = [
+        ("hub:actor", gen.hub("actor").entity, list(PROBE_PATH), True),
+        ("hub:director", gen.hub("director").entity, ["~film.film.directed_by", "film.film.genre"], False),
+        ("hub:country", gen.hub("country").entity, ["~film.film.country", "film.film.directed_by"], False),
+        ("hub:topic", gen.hub("topic").entity, [], False),
+    ]
+    kinds = ["person", "film", "city", "topic", "topic"]
+    out: list[dict[str, Any]] = []
+    tries = 0
+    while len(out) < n and tries < 50 * n:
+        tries += 1
+        if len(out) < len(fixed):
+            kind, topic, path, mediator = fixed[len(out)]
+            if not path:
+                got = walk(kg, rng, topic, 2)
+                if got is None:
+                    continue
+                path, mediator = got
+        else:
+            kind = rng.choice(kinds)
+            topic = gen.entity(kind, rng.randrange(2, gen.count(kind)))
+            got = walk(kg, rng, topic, 1 + len(out) % 3)
+            if got is None:
+                continue
+            path, mediator = got
+        n_answers, names = gold(kg, topic, path)
+        if not n_answers:
+            continue
+        label = kg.label(topic)
+        steps = tuple((r.lstrip("~"), "in" if r.startswith("~") else "out") for r in path)
+        out.append(
+            {
+                "id": f"q{len(out):03d}",
+                "kind": kind,
+                "topic": topic,
+                "path": path,
+                "hops": len(path),
+                "mediator": mediator,
+                "question": f"starting from [{label}], follow: {chain_text(steps)}",
+                "answers": n_answers,
+                "gold": names,
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------------- one method, in its own process
+class Oracle:
+    """Scores ranked options from the question's gold: its chain, its relations, its answers."""
+
+    def __init__(self) -> None:
+        self.q: dict[str, Any] = {}
+        self.gold: set[str] = set()
+        self.steps: tuple[tuple[str, str], ...] = ()
+
+    def set(self, q: dict[str, Any]) -> None:
+        self.q, self.gold = q, set(q["gold"])
+        self.steps = tuple((r.lstrip("~"), "in" if r.startswith("~") else "out") for r in q["path"])
+
+    def __call__(self, text: str, options: list[str]) -> list[float]:
+        from kg_agents.core.decide import current_decision
+        from kg_agents.eval.metrics import normalize_answer
+
+        if self.q["question"] not in text:  # a calibration prompt (the question taken out): no preference
+            return [0.0] * len(options)
+        d = current_decision()
+        keys = list(d.keys) if d is not None and d.keys is not None else list(options)
+        role = d.role if d is not None else None
+        if role == "chain":
+            right = [tuple(map(tuple, k[1])) == self.steps for k in keys]
+        elif role == "relation":
+            right = [(k[1], k[2]) in self.steps for k in keys]
+        elif role == "answer":
+            right = [normalize_answer(str(k)) in self.gold for k in keys]
+        elif role == "end":
+            hit = any(normalize_answer(str(x)) in self.gold for _, labels in keys for x in labels)
+            right = [bool(k[0]) == hit for k in keys]
+        else:  # entity pruning and the rest: no preference, the options' own order
+            right = [True] * len(options)
+        return [0.0 if r else -10.0 for r in right]
+
+
+def build(method: str, kg: Any, llm: Any) -> Any:
+    from kg_agents import create_graph
+
+    if method == "graph_rag":
+        return create_graph("graph_rag", kg, llm=llm, max_hops=3)
+    if method == "knowledge_navigator":
+        return create_graph("knowledge_navigator", kg, llm=llm, num_variants=0)
+    return create_graph(method, kg, llm=llm)
+
+
+def context(method: str, q: dict[str, Any]) -> dict[str, Any]:
+    if method == "graph_rag":
+        return {"answer_hops": q["hops"]}
+    return {"hops": q["hops"]}
+
+
+def traced_cut(trace: Any) -> bool:
+    """True when a trace record reports a fan-out cut (a true or non-empty ``*truncated`` field)."""
+    if isinstance(trace, dict):
+        return any(
+            (k.endswith("truncated") and v not in (False, None, [], {}, 0)) or traced_cut(v)
+            for k, v in trace.items()
+        )
+    if isinstance(trace, list):
+        return any(traced_cut(v) for v in trace)
+    return False
+
+
+def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, Any]:
+    from kg_agents.eval.metrics import normalize_answer
+    from kg_agents.kg import SparqlKG
+    from tests.fakes import FakeChat
+
+    qs = json.loads(Path(qfile).read_text())
+    kg = SparqlKG(endpoint, profile="freebase", graph=GRAPH_IRI, timeout=timeout)
+    oracle = Oracle()
+    llm = FakeChat(default="Thought: I follow the relations of the question.", logprobs=oracle)
+    graph = build(method, kg, llm)
+    rss_ready = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = []
+    for q in qs:
+        oracle.set(q)
+        t0 = time.perf_counter()
+        try:
+            out = graph.invoke(
+                {"question": q["question"], "topic_entities": [q["topic"]]}, context=context(method, q)
+            )
+        except Exception as exc:  # counted and shown: the run goes on
+            rows.append(
+                {"id": q["id"], "seconds": time.perf_counter() - t0, "error": f"{type(exc).__name__}: {exc}"}
+            )
+            continue
+        seconds = time.perf_counter() - t0
+        answers = [normalize_answer(str(a)) for a in out.get("answers") or []]
+        errors = [e.get("message", "") for e in out.get("errors") or [] if e.get("type") != "Fallback"]
+        rows.append(
+            {
+                "id": q["id"],
+                "kind": q["kind"],
+                "seconds": seconds,
+                "found": any(a in oracle.gold for a in answers),
+                "paths": len(out.get("paths") or []),
+                "truncated": traced_cut(out.get("trace") or []),
+                "kg_calls": (out.get("usage") or {}).get("kg_calls", 0),
+                "error": "; ".join(errors)[:300] or None,
+            }
+        )
+    import kg_agents
+
+    return {
+        "method": method,
+        "kg_agents": str(Path(kg_agents.__file__).parent),
+        "rss_ready_mb": rss_ready,
+        "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "requests": kg.requests_sent,
+        "rows": rows,
+    }
+
+
+def summarise(res: dict[str, Any]) -> dict[str, Any]:
+    rows = res["rows"]
+    lat = sorted(r["seconds"] for r in rows)
+    p = lambda f: lat[min(len(lat) - 1, round(f * (len(lat) - 1)))] if lat else float("nan")  # noqa: E731
+    return {
+        "method": res["method"],
+        "questions": len(rows),
+        "found": sum(bool(r.get("found")) for r in rows),
+        "hub_found": sum(bool(r.get("found")) for r in rows if str(r.get("kind", "")).startswith("hub")),
+        "paths": statistics.mean(r.get("paths", 0) for r in rows) if rows else 0.0,
+        "errors": sum(bool(r.get("error")) for r in rows),
+        "truncated": sum(bool(r.get("truncated")) for r in rows),
+        "p50": p(0.5),
+        "p95": p(0.95),
+        "max": lat[-1] if lat else float("nan"),
+        "kg_calls": statistics.mean(r.get("kg_calls", 0) for r in rows) if rows else 0.0,
+        "rss_ready_mb": res["rss_ready_mb"],
+        "rss_max_mb": res["rss_max_mb"],
+        "server_rss_mb": res.get("server_rss_mb"),
+        "error_samples": [r["error"] for r in rows if r.get("error")][:3],
+        "rows": rows,
+        "slowest": [
+            (r["id"], r.get("kind"), round(r["seconds"], 2), r.get("kg_calls"))
+            for r in sorted(rows, key=lambda r: -r["seconds"])[:3]
+        ],
+    }
+
+
+# ---------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.kg.freebase_like import parse_size
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--triples", type=parse_size, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--questions", type=int, default=40)
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--workdir", help="where the generated graph is kept (default: a temporary dir)")
+    ap.add_argument("--buffers", type=int, default=100_000, help="Virtuoso NumberOfBuffers (8 KiB pages)")
+    ap.add_argument("--loaders", type=int, default=1, help="concurrent rdf_loader_run() sessions")
+    ap.add_argument("--timeout", type=float, default=60.0, help="SparqlKG timeout per request (s)")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument(
+        "--worker-path",
+        help="run the methods with the kg_agents of this checkout (e.g. another branch's), to compare",
+    )
+    ap.add_argument("--worker", nargs=3, metavar=("METHOD", "QUESTIONS", "ENDPOINT"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(*args.worker, timeout=args.timeout)))
+        return 0
+    from kg_agents.kg import SparqlKG
+    from kg_agents.kg.servers import VirtuosoServer
+    from kg_agents.kg.synthetic import FreebaseLike
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    gen = FreebaseLike(args.triples, seed=args.seed)
+    with tempfile.TemporaryDirectory(prefix="kg-agents-scale-") as tmp:
+        work = Path(args.workdir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        nt = work / f"freebase-like-{args.triples}-s{args.seed}.nt.gz"
+        t0 = time.perf_counter()
+        if not (nt.exists() and Path(str(nt) + ".json").exists()):
+            gen.write(nt)
+        gen_s = time.perf_counter() - t0
+        srv = VirtuosoServer(
+            {GRAPH_IRI: [nt]}, graph=GRAPH_IRI, directory=Path(tmp) / "virtuoso", buffers=args.buffers,
+            loaders=args.loaders, load_timeout=7200,
+        )  # fmt: skip
+        try:
+            srv.start()
+            load = {
+                "triples": args.triples,
+                "generate_s": gen_s,
+                "load_s": srv.load_seconds,
+                "disk_mb": disk_mb(srv.db_dir),
+                **{f"server_{k}_mb": v for k, v in server_memory(srv.pid).items()},
+            }
+            print(f"# loaded: {json.dumps(load)}", file=sys.stderr, flush=True)
+            kg = SparqlKG(srv.endpoint, profile="freebase", graph=GRAPH_IRI, timeout=args.timeout)
+            t0 = time.perf_counter()
+            qs = sample_questions(kg, gen, args.questions, args.seed)
+            print(f"# {len(qs)} questions in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+            qfile = Path(tmp) / "questions.json"
+            qfile.write_text(json.dumps(qs))
+            results = []
+            root = str(Path(__file__).resolve().parents[2])
+            worker_path = os.pathsep.join([args.worker_path, root] if args.worker_path else [root])
+            for m in methods:
+                cmd = [sys.executable, __file__, "--worker", m, str(qfile), srv.endpoint]
+                proc = subprocess.run(
+                    [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
+                    env={**os.environ, "PYTHONPATH": worker_path},
+                )  # fmt: skip
+                if proc.returncode != 0:
+                    print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+                    continue
+                res = json.loads(proc.stdout.strip().splitlines()[-1])
+                print(f"# {m}: kg_agents from {res['kg_agents']}", file=sys.stderr)
+                res["server_rss_mb"] = server_memory(srv.pid).get("VmRSS")
+                results.append(summarise(res))
+                brief = {k: v for k, v in results[-1].items() if k != "rows"}
+                print(f"# {m}: {json.dumps(brief)}", file=sys.stderr, flush=True)
+        finally:
+            srv.stop()
+    print_tables(load, qs, results)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"load": load, "questions": qs, "methods": results}, indent=2) + "\n"
+        )
+    return 0
+
+
+def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
+    print(
+        f"\n{load['triples']:,} triples: generated in {load['generate_s']:.1f} s, Virtuoso bulk load "
+        f"{load['load_s']:.1f} s, server RSS {load.get('server_VmRSS_mb', 0):.0f} MB "
+        f"(peak {load.get('server_VmHWM_mb', 0):.0f}), database {load['disk_mb']:.0f} MB on disk"
+    )
+    hubs = sum(q["kind"].startswith("hub") for q in qs)
+    med = sum(q["mediator"] for q in qs)
+    by_hops = {h: sum(q["hops"] == h for q in qs) for h in sorted({q["hops"] for q in qs})}
+    print(
+        f"{len(qs)} questions: hops {by_hops}, {hubs} from hubs, {med} through a mediator, "
+        f"answers per question median {statistics.median(q['answers'] for q in qs):.0f} "
+        f"(max {max(q['answers'] for q in qs):,})\n"
+    )
+    head = (
+        "method", "questions", "found", "hub found", "paths/q", "errors", "truncated", "p50 s", "p95 s",
+        "max s", "KG calls/q", "client RSS MB (ready / max)", "server RSS MB",
+    )  # fmt: skip
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in results:
+        print(
+            f"| {r['method']} | {r['questions']} | {r['found']} | {r['hub_found']} | {r['paths']:.1f} | "
+            f"{r['errors']} | {r['truncated']} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | "
+            f"{r['kg_calls']:.0f} | {r['rss_ready_mb']:.0f} / {r['rss_max_mb']:.0f} | "
+            f"{r['server_rss_mb'] or 0:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
