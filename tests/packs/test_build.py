@@ -61,7 +61,7 @@ def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> 
     data = specialise(str(kb), out, budget="tiny", methods=("dualr", "knowledge_navigator"), quiet=True)
     assert set(data["components"]) >= {"hop_classifier", "dualr", "gcr_path_generator", "specialist"}
     assert set(data["stages"]) == {"synth", "hops", "dualr", "gcr", "specialist", "evaluate"}
-    val = data["validation"]["synthesised"]
+    val = data["stages"]["evaluate"]["validation"]["synthesised"]
     assert set(val) == {"dualr", "knowledge_navigator"} and all(
         v["n"] == BUDGETS["tiny"].eval_questions for v in val.values()
     )
