@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kg_agents.errors import ConfigError
-from kg_agents.packs.build import BUDGETS, _stages, specialise
+from kg_agents.specialise import BUDGETS, _stages, specialise
 
 
 def small_kg(path: Path, seed: int = 0) -> Path:

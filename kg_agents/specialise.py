@@ -17,7 +17,7 @@ After each stage the manifest (``pack.json``) is rewritten whole with the compon
 ``budget`` sizes the run (:data:`BUDGETS`).
 
 Example:
-    >>> from kg_agents.packs.build import specialise
+    >>> from kg_agents.specialise import specialise
     >>> specialise("kb.tsv", "packs/my-kb", budget="small")        # doctest: +SKIP
 """
 
@@ -405,11 +405,18 @@ class _Context:
         return {"validation": figures}
 
     def _eval_one(self, method: str, questions: str, name: str) -> dict[str, Any]:
-        from kg_agents.cli.commands import main as cli_main
+        """``kg-agents eval`` of ``method`` with the pack, in its own process (its models are freed when
+        it ends, and the command's own resumable run folder is reused by a rerun)."""
+        import os
+        import subprocess
+
         from kg_agents.eval.runner import load_summary
 
         out = self.root / "eval" / f"{name}-{method}"
         argv = [
+            sys.executable,
+            "-m",
+            "kg_agents.cli",
             "eval",
             "--method",
             method,
@@ -431,9 +438,12 @@ class _Context:
             str(out),
             "--no-progress",
         ]
-        code = cli_main(argv)
-        if code != 0:
-            raise ConfigError(f"evaluating {method} on {questions} failed (exit {code})")
+        done = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ), check=False)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise ConfigError(
+                f"evaluating {method} on {questions} failed (exit {done.returncode}): {' | '.join(tail)}"
+            )
         return load_summary(out)
 
 
