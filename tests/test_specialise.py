@@ -70,7 +70,7 @@ def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> 
     pack = Pack.load(out)
     # the pack is registered for the KG's fingerprint: the same triples opened again find it
     kg = open_kg(str(kb))
-    assert find_pack(kg) is not None and Path(find_pack(kg).root).resolve() == out.resolve()
+    assert find_pack(kg) is not None and Path(find_pack(kg).directory).resolve() == out.resolve()
     assert pack.component_path("dualr") is not None
     # a rerun does nothing more: every stage is done with the same settings
     again = specialise(str(kb), out, budget="tiny", methods=("dualr", "knowledge_navigator"), quiet=True)
