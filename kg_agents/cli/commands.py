@@ -1,5 +1,5 @@
 """The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``demo``, ``train``, ``build-tries``,
-``synth``, ``pack``, ``prepare``, ``version``.
+``pack``, ``prepare``, ``specialise``, ``synth``, ``version``.
 
 Examples::
 
@@ -14,6 +14,7 @@ Examples::
     kg-agents synth pq-2h --out runs/synth-pq --n 500
     kg-agents pack show auto --kg metaqa
     kg-agents prepare          # convert and cache the local model's weights (make setup runs it)
+    kg-agents specialise pq-2h --out packs/pq-2h --budget small
 
 ``--set KEY=VALUE`` (repeatable) sets one of the method's factory options or a field of its per-run
 context, typed from the annotation; an unknown key is an error listing the valid ones. Errors a user
@@ -686,6 +687,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = add_parser("synth", help="synthesise questions with their answers from a KG alone")
     add_synth_arguments(s)
     s.set_defaults(func=cmd_synth)
+
+    from kg_agents.specialise import add_specialise_parser
+
+    add_specialise_parser(add_parser)
 
     from kg_agents.packs.cli import add_pack_commands
 

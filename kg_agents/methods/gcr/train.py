@@ -129,12 +129,17 @@ def train_gcr(
     seed: int = 0,
     log_every: int = 10,
     out: str = "runs/gcr-lora",
+    kg: str = "metaqa",
+    questions: str | None = None,
 ) -> dict[str, Any]:
-    """Fine-tune the local model as GCR's path generator with LoRA on MetaQA dev-train questions.
+    """Fine-tune the local model as GCR's path generator with LoRA on MetaQA dev-train questions, or on
+    your own questions over your own KG.
 
     Args:
-        hops: MetaQA hop sets to draw questions from, comma-separated (e.g. ``"1,2"``).
-        limit: questions per hop set (a seeded sample of the train split).
+        hops: hop sets to draw questions from, comma-separated (e.g. ``"1,2"``): MetaQA's, or, with
+            ``questions``, the records whose ``hops`` is one of them (records without ``hops`` are kept).
+        limit: questions per hop set (a seeded sample of the train split; with ``questions``: the first
+            this many of each hop count in the file).
         epochs: passes over the examples.
         lr: peak learning rate (cosine schedule, 3% warm-up).
         batch_size: examples per step.
@@ -151,6 +156,9 @@ def train_gcr(
         device: ``cpu`` or ``cuda`` (the loop is :func:`~kg_agents.llm.adapters.fit_lora`).
         seed: data order and sampling seed.
         log_every: print the mean loss of the last this-many steps to stderr (0: silent).
+        kg: the KG spec (:func:`~kg_agents.kg.open_kg`) the questions are asked over.
+        questions: a questions file (JSONL or MetaQA lines, see ``kg-agents eval --questions``) used whole
+            as training questions, e.g. ``kg-agents synth``'s ``train.jsonl``; None: MetaQA dev-train.
         out: directory for the adapter and ``gcr_train.json``: a new or empty one, or an adapter
             directory (it is replaced as a whole, once the adapter is saved in full).
 
@@ -180,11 +188,21 @@ def train_gcr(
     if device not in ("cpu", "cuda") or (device == "cuda" and not torch.cuda.is_available()):
         raise ConfigError(f"device must be cpu or an available cuda, got {device!r}")
     torch.manual_seed(seed)
-    kg = open_kg("metaqa")
-    questions = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
+    graph_kg = open_kg(kg)
+    if questions is None:
+        if kg != "metaqa":
+            raise ConfigError("kg= needs questions= (your own questions over your own KG)")
+        train_qs = [q for h in hop_list for q in load_metaqa(h, "train", seed=seed, limit=limit)]
+    else:
+        from kg_agents.eval.runner import load_questions_file
+
+        every = list(load_questions_file(questions, kg, split="dev"))
+        train_qs = [q for q in every if q.hops is None] + [
+            q for h in hop_list for q in [q for q in every if q.hops == h][:limit]
+        ]
     examples = gcr_training_examples(
-        kg,
-        questions,
+        graph_kg,
+        train_qs,
         max_hops=max_hops,
         max_paths_per_question=max_paths_per_question,
         gold_paths=gold_paths,
@@ -216,7 +234,9 @@ def train_gcr(
     info = {
         "out": str(target),
         "examples": len(rows),
-        "questions": len(questions),
+        "questions": len(train_qs),
+        "kg": kg,
+        "question_file": questions,
         "hops": hop_list,
         "steps": len(losses),
         "seconds": seconds,

@@ -79,12 +79,17 @@ def train_hop_classifier(
     val_limit_per_hop: int | None = 1000,
     epochs: int = 300,
     encoder: Any = None,
+    questions: str | None = None,
+    val_questions: str | None = None,
 ) -> dict[str, Any]:
-    """Train the hop head on the MetaQA dev-train split and report accuracy on dev-validation.
+    """Train the hop head on the MetaQA dev-train split (or your own questions) and report accuracy on
+    the validation questions.
 
     This is the ``kg-agents train hops`` trainer. Questions come from
     ``kg_agents.eval.datasets.load_metaqa(h, split=...)`` (the seeded 80/20 split of the MetaQA dev
-    files); the hop label is ``h``.
+    files; the hop label is ``h``), or from ``questions``: a JSONL file whose records give ``hops``, such
+    as the ``train.jsonl`` that ``kg-agents synth`` writes (its hop labels are exact: each question was
+    made from a relation path of that length).
 
     Args:
         out_dir: where to write the checkpoint (default: the bundled checkpoint).
@@ -95,22 +100,33 @@ def train_hop_classifier(
         val_limit_per_hop: at most this many validation questions per hop; None for all.
         epochs: gradient steps of the head.
         encoder: a sentence encoder (default: the shared all-MiniLM-L6-v2).
+        questions: a JSONL questions file with ``hops`` on every record, instead of MetaQA; ``hops`` then
+            lists the classes (questions of other hop counts are left out).
+        val_questions: the validation questions for ``questions`` (default: a seeded 20% of them).
 
     Returns:
         metrics: ``train_accuracy``, ``validation_accuracy``, per-hop validation accuracy, sizes, ``out_dir``.
     """
     classes = sorted(int(h) for h in hops)
+    if val_questions is not None and questions is None:
+        raise ConfigError("val_questions= needs questions= (your own training questions)")
     enc = encoder if encoder is not None else default_encoder()
-    data: dict[str, tuple[list[str], list[int]]] = {}
+    if questions is not None:
+        data = _file_data(questions, val_questions, classes, seed, limit_per_hop, val_limit_per_hop)
+    else:
+        data = {}
+        for split in ("train", "validation"):
+            texts: list[str] = []
+            labels: list[int] = []
+            for h in classes:
+                limit = limit_per_hop if split == "train" else val_limit_per_hop
+                qs = list(load_metaqa(h, split=split, seed=seed, limit=limit))
+                texts += [mask_entities(q.question) for q in qs]
+                labels += [classes.index(h)] * len(qs)
+            data[split] = (texts, labels)
     for split in ("train", "validation"):
-        texts: list[str] = []
-        labels: list[int] = []
-        for h in classes:
-            limit = limit_per_hop if split == "train" else val_limit_per_hop
-            qs = list(load_metaqa(h, split=split, seed=seed, limit=limit))
-            texts += [mask_entities(q.question) for q in qs]
-            labels += [classes.index(h)] * len(qs)
-        data[split] = (texts, labels)
+        if not data[split][0]:
+            raise ConfigError(f"no {split} question with a hop count in {classes}")
     x_train = encode(enc, data["train"][0])
     y_train = np.asarray(data["train"][1])
     w, b = fit_softmax_head(x_train, y_train, len(classes), epochs=epochs, seed=seed)
@@ -130,7 +146,11 @@ def train_hop_classifier(
     }
     meta = {
         "encoder": "sentence-transformers/all-MiniLM-L6-v2 (frozen, normalised)",
-        "dataset": "metaqa dev, kg_agents.eval.datasets.load_metaqa split='train' (80/20 seeded)",
+        "dataset": (
+            "metaqa dev, kg_agents.eval.datasets.load_metaqa split='train' (80/20 seeded)"
+            if questions is None
+            else {"questions": str(questions), "val_questions": val_questions}
+        ),
         "seed": seed,
         "limit_per_hop": limit_per_hop,
         "val_limit_per_hop": val_limit_per_hop,
@@ -142,3 +162,43 @@ def train_hop_classifier(
     HopClassifier(w, b, classes, meta=meta).save(target)
     forget_loaded(target)
     return {**metrics, "out_dir": str(target)}
+
+
+def _file_data(
+    questions: str,
+    val_questions: str | None,
+    classes: list[int],
+    seed: int,
+    limit_per_hop: int | None,
+    val_limit_per_hop: int | None,
+) -> dict[str, tuple[list[str], list[int]]]:
+    """Masked texts and class indices of a JSONL questions file's train and validation questions (a
+    seeded 80/20 split of ``questions`` unless ``val_questions`` is given), at most the limit per hop."""
+    from kg_agents.eval.datasets import load_jsonl_questions
+
+    if val_questions is None:
+        splits = {
+            s: list(load_jsonl_questions(questions, kg=None, split=s, seed=seed))
+            for s in ("train", "validation")
+        }
+    else:
+        splits = {
+            "train": list(load_jsonl_questions(questions, kg=None, split="dev")),
+            "validation": list(load_jsonl_questions(val_questions, kg=None, split="dev")),
+        }
+    out: dict[str, tuple[list[str], list[int]]] = {}
+    for split, qs in splits.items():
+        limit = limit_per_hop if split == "train" else val_limit_per_hop
+        texts: list[str] = []
+        labels: list[int] = []
+        for h in classes:
+            of_h = [q for q in qs if q.hops == h][: limit if limit is not None else None]
+            texts += [mask_entities(q.question) for q in of_h]
+            labels += [classes.index(h)] * len(of_h)
+        out[split] = (texts, labels)
+    missing = [q.id for qs in splits.values() for q in qs if q.hops is None]
+    if missing:
+        raise ConfigError(
+            f"{len(missing)} questions have no 'hops' (first: {missing[0]!r}); the hop head needs them"
+        )
+    return out
