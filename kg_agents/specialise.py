@@ -204,14 +204,14 @@ def specialise(
         "specialist": ctx.specialist,
         "evaluate": lambda: ctx.evaluate(methods, questions),
     }
-    settings = {
+    settings: dict[str, dict[str, Any]] = {
         "synth": {"paraphrase": paraphrase, "model": model, "examples": examples},
         "evaluate": {"methods": list(methods), "questions": questions},
     }
     t_all = time.perf_counter()
     ran: list[tuple[str, float, bool]] = []
     for stage in todo:
-        sizes = {k: v for k, v in asdict(b).items() if k.startswith(STAGE_SIZES[stage])}
+        sizes: dict[str, Any] = {k: v for k, v in asdict(b).items() if k.startswith(STAGE_SIZES[stage])}
         # a stage's input is the questions (and, for the specialist and the evaluation, the components
         # trained before): their records' keys are part of its settings
         sizes["after"] = [
@@ -484,8 +484,13 @@ def _read_examples(path: str) -> list[str]:
 
 
 def budget_with(name: str, **changes: int) -> Budget:
-    """A named budget with some sizes changed (for a curve of accuracy against budget)."""
-    return replace(_budget(name), **changes)
+    """A named budget with some sizes changed (for a curve of accuracy against budget).
+
+    Example:
+        >>> budget_with("small", dualr_epochs=3).dualr_epochs
+        3
+    """
+    return replace(_budget(name), **changes)  # type: ignore[arg-type]
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
