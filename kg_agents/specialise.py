@@ -525,17 +525,13 @@ ROUTES: dict[str, tuple[str, dict[str, str]]] = {
         "the pack's GNN explores and the pack's specialist picks the answer",
         {"checkpoint": "dualr", "adapter": "specialist"},
     ),
-    "graph_rag": (
-        "the candidates are the entities at the predicted distance from the topic entities; the pack's "
-        "specialist ranks them",
-        {"adapter": "specialist", "answer_hops": "predict"},
-    ),
-    "text_rag": (
-        "the candidates are the entities at the predicted distance from the topic entities; the pack's "
-        "specialist ranks them",
-        {"adapter": "specialist", "answer_hops": "predict"},
-    ),
 }
+_RAG_ROUTE = (
+    "the candidates are the entities at the predicted distance from the topic entities; the pack's "
+    "specialist ranks them",
+    {"adapter": "specialist", "answer_hops": "predict"},
+)
+ROUTES.update(graph_rag=_RAG_ROUTE, text_rag=_RAG_ROUTE)
 
 
 class _BuildManifest:
