@@ -89,8 +89,12 @@ def test_the_embedded_models_settings_go_with_its_adapter(monkeypatch):
         return "adapted"
 
     monkeypatch.setattr(models, "resolve_chat_model", resolve)
-    kg = MemoryKG(CONTRACT_TRIPLES, name="metaqa")
-    assert default_llm(LocalChatModel(dtype="bfloat16", prefix_cache=False, batch_size=4), kg=kg) == "adapted"
+    from kg_agents.packs import bundled_packs
+
+    metaqa = next(p for p in bundled_packs() if p.name == "metaqa")
+    kg = MemoryKG(CONTRACT_TRIPLES)
+    model = LocalChatModel(dtype="bfloat16", prefix_cache=False, batch_size=4)
+    assert default_llm(model, kg=kg, pack=metaqa) == "adapted"
     assert seen["spec"].startswith("local:") and seen["dtype"] == "bfloat16"
     assert seen["prefix_cache"] is False and seen["batch_size"] == 4
 
