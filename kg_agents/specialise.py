@@ -284,13 +284,14 @@ class _Context:
     # ------------------------------------------------------------------ stages
     def synth(self, *, paraphrase: bool, model: str | None, examples: str | None) -> dict[str, Any]:
         from kg_agents.synth import synthesise, write_questions
+        from kg_agents.synth.phrase import read_examples
 
         llm = None
         if paraphrase:
             from kg_agents.llm import resolve_chat_model
 
             llm = resolve_chat_model(model or "local")
-        example_lines = _read_examples(examples) if examples else None
+        example_lines = read_examples(examples) if examples else None
         result = synthesise(
             self.graph,
             n=self.budget.questions,
@@ -463,24 +464,6 @@ def _drop(d: dict[str, Any], *keys: str) -> dict[str, Any]:
 def _headline(stats: dict[str, Any]) -> dict[str, Any]:
     keep = ("questions", "train", "validation", "per_hop", "per_kind", "schemas", "filtered", "seconds")
     return {k: stats[k] for k in keep if k in stats}
-
-
-def _read_examples(path: str) -> list[str]:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"no examples file at {p}")
-    out = []
-    for line in p.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("{"):
-            try:
-                line = str(json.loads(line)["question"])
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ConfigError(f"{p}: a JSONL example needs a 'question' ({exc})") from exc
-        out.append(line)
-    return out
 
 
 def budget_with(name: str, **changes: int) -> Budget:
