@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: The keys a grid file may hold, and the type of each value.
-GRID_KEYS: dict[str, type | tuple[type, ...]] = {
+GRID_KEYS: dict[str, type] = {
     "methods": list,
     "datasets": list,
     "split": str,
@@ -63,6 +63,7 @@ GRID_KEYS: dict[str, type | tuple[type, ...]] = {
     "match": str,
     "options": dict,
 }
+_TYPE_NAMES = {list: "a list", str: "a string", int: "an integer", dict: "a table"}
 _SPLITS = ("dev", "train", "validation")
 _MATCH = ("exact", "contains")
 _PLAIN = re.compile(r"[A-Za-z0-9._+-]*")
@@ -161,7 +162,7 @@ def parse_grid(data: Any, path: str) -> Grid:
             raise _bad(path, str(key), f"unknown key; valid keys: {', '.join(GRID_KEYS)}")
         want = GRID_KEYS[key]
         if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            raise _bad(path, key, f"{value!r} is not a {getattr(want, '__name__', want)}")
+            raise _bad(path, key, f"{value!r} is not {_TYPE_NAMES[want]}")
     for key in ("methods", "datasets"):
         if key not in data:
             raise _bad(path, key, "missing")
