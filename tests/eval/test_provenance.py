@@ -83,7 +83,9 @@ def _adapter(folder: Path, weights: bytes) -> Path:
     return folder
 
 
-def test_adapters_loaded_are_recorded_with_their_digest(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_adapters_loaded_are_recorded_with_their_digest(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(adapters, "_USED", {})
     b = _adapter(tmp_path / "b-adapter", b"bbb")
     a = _adapter(tmp_path / "a-adapter", b"aaa")
@@ -107,7 +109,12 @@ def test_run_json_records_provenance_and_a_rerun_in_another_dtype_is_refused(
     info = {"method": "graph_rag", "dataset": "d", "model": "local", "model_used": "SmolLM2-135M-Instruct"}
     check_run_info(tmp_path, info)
     saved = json.loads((tmp_path / RUN_INFO).read_text(encoding="utf-8"))
-    assert (saved["commit"], saved["dirty"], saved["dtype"], saved["adapters"]) == ("abc123", True, "float32", [])
+    assert (saved["commit"], saved["dirty"], saved["dtype"], saved["adapters"]) == (
+        "abc123",
+        True,
+        "float32",
+        [],
+    )
     check_run_info(tmp_path, info)  # the same run resumes
     monkeypatch.setattr(provenance, "source_commit", lambda package_dir=None: ("def456", False))
     check_run_info(tmp_path, info)  # another commit resumes too: recorded, not compared
