@@ -5,7 +5,8 @@ seeded). This prints, per run, the summary recomputed over the question ids pres
 finished without error in each), with the same metrics as ``summary.json``.
 
 Usage:
-    PYTHONPATH=. python benchmarks/decisions/compare_common.py runs/baselines/graph_rag-1hop runs/kn/kn-m2-1hop
+    PYTHONPATH=. python benchmarks/decisions/compare_common.py runs/baselines/graph_rag-1hop \\
+        runs/kn/kn-m2-1hop
 """
 
 from __future__ import annotations

@@ -255,7 +255,9 @@ def oracle_chat(oracle: Oracle) -> Any:
         def score_options(self, messages: Any, options: Any) -> list[float]:
             return [float(x) for x in oracle(str(messages[-1].content), list(options))]
 
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
             reply = AIMessage(content="Thought: I follow the relations of the question.")
             return ChatResult(generations=[ChatGeneration(message=reply)])
 

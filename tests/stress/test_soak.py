@@ -2,10 +2,10 @@
 
 :mod:`tests.stress.soak_faults` (``python -m tests.stress.soak_faults`` at full size) runs questions
 through the evaluation runner while a fault proxy (in a child process) times out, fails with HTTP 500 or
-drops a share of the requests at random, then runs the same run directory again with the faults off. Expected: every question recorded once in the first pass
-(answered or with its error), the rerun runs exactly the questions recorded with an error and leaves none,
-no question is answered twice, faults of every kind were injected, and the run's sockets and threads are
-gone once it is over. No time is asserted.
+drops a share of the requests at random, then runs the same run directory again with the faults off.
+Expected: every question recorded once in the first pass (answered or with its error), the rerun runs
+exactly the questions recorded with an error and leaves none, no question is answered twice, faults of
+every kind were injected, and the run's sockets and threads are gone once it is over. No time is asserted.
 """
 
 from __future__ import annotations

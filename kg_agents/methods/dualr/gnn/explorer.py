@@ -285,7 +285,8 @@ def _edge_order(edge: tuple[str, str | None, bool, str, float]) -> tuple[float, 
 def backtrack(layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]]], entity: str) -> Path:
     """Algorithm 2 (path backtracking): from ``entity`` back to a topic entity, taking at each layer
     (last to first) the kept edge into the current entity with the highest attention weight (equal weights:
-    by the source's name, then the relation's); an identity edge keeps the entity (no hop). Returns the :class:`Path` walked forwards from the topic entity.
+    by the source's name, then the relation's); an identity edge keeps the entity (no hop). Returns the
+    :class:`Path` walked forwards from the topic entity.
 
     Args:
         layers: per layer, the kept edges ``(source, relation or None, inverse, target, alpha)``
