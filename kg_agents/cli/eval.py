@@ -37,7 +37,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ):
         if value < 1:
             raise ConfigError(f"{flag} must be >= 1, got {value}")
-    from kg_agents.cli.commands import MethodSetup
+    from kg_agents.cli.setup import MethodSetup
     from kg_agents.eval.datasets import get_dataset
 
     setup = MethodSetup.from_args(args.method, args.set or [], args.model, args.max_tokens)
@@ -111,7 +111,6 @@ def run_grid(args: argparse.Namespace) -> int:
     import os
 
     from kg_agents import __version__
-    from kg_agents.cli.commands import build_parser
     from kg_agents.eval.grid import hardware, load_grid, run_complete, source_commit
     from kg_agents.eval.report import GRID_RECORD
     from kg_agents.files import atomic_write
@@ -136,7 +135,7 @@ def run_grid(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(grid.runs)}] {folder}: complete, skipped")
         else:
             print(f"[{i}/{len(grid.runs)}] kg-agents {shlex.join(argv)}", flush=True)
-            cmd_eval(build_parser().parse_args(argv))
+            cmd_eval(args.rebuild_parser().parse_args(argv))
         if not (folder / GRID_RECORD).is_file():
             # the grid that first finds the run complete records itself (the run was made on this machine
             # or copied here: hardware and commit are this process's)
@@ -153,9 +152,11 @@ def run_grid(args: argparse.Namespace) -> int:
 def add_eval_parser(
     add_parser: Callable[..., argparse.ArgumentParser],
     method_args: Callable[..., None],
+    rebuild_parser: Callable[[], argparse.ArgumentParser],
 ) -> None:
     """The ``eval`` subcommand (``add_parser(name, help=...)`` adds a subparser; ``method_args`` adds
-    ``--method``, ``--model``, ``--max-tokens`` and ``--set``)."""
+    ``--method``, ``--model``, ``--max-tokens`` and ``--set``; ``rebuild_parser()`` makes the whole
+    command line's parser, which ``--grid`` parses each run's arguments with)."""
     e = add_parser("eval", help="evaluate a method on a dataset, a --grid of runs, or --compare runs")
     method_args(e, default_method=None)
     e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
@@ -192,4 +193,4 @@ def add_eval_parser(
     )
     e.add_argument("--compare", nargs="+", metavar="DIR", help="compare finished runs instead")
     e.add_argument("--chart", default="compare.png", help="chart file for --compare (default: compare.png)")
-    e.set_defaults(func=cmd_eval)
+    e.set_defaults(func=cmd_eval, rebuild_parser=rebuild_parser)

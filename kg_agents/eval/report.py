@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.eval.metrics import METRIC_KEYS, summarize
-from kg_agents.files import atomic_target, atomic_write
+from kg_agents.eval.metrics import summarize
+from kg_agents.eval.scores import SCORES, score_record, write_scores
+from kg_agents.files import atomic_target
 
 __all__ = [
     "COLUMNS",
@@ -46,41 +47,17 @@ __all__ = [
     "find_runs",
     "render_page",
     "report_tables",
+    "score_record",
     "write_scores",
 ]
 
-SCORES = "scores.jsonl"
 #: Written into a run folder by ``kg-agents eval --grid``: the grid file, its output folder, the
 #: machine and the source commit (see :mod:`kg_agents.eval.grid`).
 GRID_RECORD = "grid.json"
-_USAGE_KEYS = ("llm_calls", "input_tokens", "output_tokens", "kg_calls")
-_COUNT_KEYS = ("paths_total", "paths_faithful", "answers_total", "answers_grounded")
 #: run.json fields that tell runs of one method apart in a table (besides its options).
 _SETTING_KEYS = ("model", "model_used", "dtype", "split", "seed")
 _FAMILIES = ("MetaQA", "PathQuestion", "WebQSP sample")
 COLUMNS = ("n", "Hits@1", "F1", "LLM calls", "tokens", "s/question", "grounded", "faithful")
-
-
-# --------------------------------------------------------------------------- per-question figures
-def score_record(rec: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``scores.jsonl`` keeps of one ``predictions.jsonl`` record: enough to summarise any subset."""
-    usage = rec.get("usage") or {}
-    return {
-        "id": rec["id"],
-        "error": bool(rec.get("error")),
-        "scores": {k: float((rec.get("scores") or {}).get(k, 0.0)) for k in METRIC_KEYS},
-        **{k: int(rec.get(k) or 0) for k in _COUNT_KEYS},
-        "usage": {k: usage[k] for k in _USAGE_KEYS if k in usage},
-        "seconds": rec.get("seconds"),
-    }
-
-
-def write_scores(out_dir: str | Path, records: Iterable[Mapping[str, Any]]) -> Path:
-    """Write ``scores.jsonl`` (one :func:`score_record` a line, in the records' order) into ``out_dir``."""
-    path = Path(out_dir) / SCORES
-    lines = (json.dumps(score_record(r), sort_keys=True, separators=(",", ":")) for r in records)
-    atomic_write(path, "".join(line + "\n" for line in lines))
-    return path
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

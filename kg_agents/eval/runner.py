@@ -435,7 +435,7 @@ def write_summary(
             records.append(rec)
     summary = summarize(records, method=method, dataset=dataset, match=match)
     atomic_write(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
-    from kg_agents.eval.report import write_scores  # the per-question figures a report compares on
+    from kg_agents.eval.scores import write_scores  # the per-question figures a report compares on
 
     write_scores(out, records)
     info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}
