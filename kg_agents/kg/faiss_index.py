@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from kg_agents.files import atomic_write, cache_root
 __all__ = [
     "INDEX_FORMAT",
     "CacheInvalid",
+    "IndexKey",
     "import_faiss",
     "index_cache_root",
     "load_index",
@@ -38,6 +40,17 @@ _FILES = ("rows.json", "embeddings.npy", "faiss.index")
 
 class CacheInvalid(KGAgentsError):
     """A persisted index is missing, stale or corrupted (caught by the index: it means "rebuild")."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexKey:
+    """What a cached index is for: the KG (its name and fingerprint), the encoder and the FAISS index
+    type (a cache of another type is reused for its vectors)."""
+
+    kg: str
+    fingerprint: str
+    encoder: str
+    faiss_factory: str
 
 
 def index_cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -83,16 +96,12 @@ def new_faiss(faiss: Any, emb: np.ndarray, factory: str) -> Any:
 
 def save_index(
     directory: Path,
+    key: IndexKey,
     faiss: Any,
     texts: list[str],
     text_ids: list[list[str]],
     emb: np.ndarray,
     index: Any,
-    *,
-    kg: str,
-    fingerprint: str,
-    encoder: str,
-    faiss_factory: str,
     build_seconds: float | None,
 ) -> None:
     """Write an index into ``directory``: its rows, embeddings and FAISS index (``index`` None: none,
@@ -111,10 +120,10 @@ def save_index(
     }
     manifest = {
         "format": INDEX_FORMAT,
-        "kg": kg,
-        "fingerprint": fingerprint,
-        "encoder": encoder,
-        "faiss_factory": faiss_factory,
+        "kg": key.kg,
+        "fingerprint": key.fingerprint,
+        "encoder": key.encoder,
+        "faiss_factory": key.faiss_factory,
         "count": len(texts),
         "dim": int(emb.shape[1]) if emb.size else 0,
         "build_seconds": build_seconds,
@@ -126,18 +135,11 @@ def save_index(
 
 
 def load_index(
-    directory: Path,
-    faiss: Any,
-    texts: list[str],
-    text_ids: list[list[str]],
-    *,
-    fingerprint: str,
-    encoder: str,
-    faiss_factory: str,
+    directory: Path, key: IndexKey, faiss: Any, texts: list[str], text_ids: list[list[str]]
 ) -> tuple[np.ndarray, Any]:
     """The embeddings and FAISS index cached in ``directory`` for these rows, KG and encoder (the index
-    None for a KG without labels). A cache of another FAISS type gives its vectors a new index of
-    ``faiss_factory`` (no re-encoding).
+    None for a KG without labels). A cache of another FAISS type gives its vectors a new index of the
+    key's type (no re-encoding).
 
     Raises:
         CacheInvalid: no manifest, or one of another format, KG, encoder or size; a file missing,
@@ -151,8 +153,8 @@ def load_index(
         raise CacheInvalid(f"unreadable manifest: {exc}") from exc
     expect = {
         "format": INDEX_FORMAT,
-        "fingerprint": fingerprint,
-        "encoder": encoder,
+        "fingerprint": key.fingerprint,
+        "encoder": key.encoder,
         "count": len(texts),
     }
     if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expect.items()):
@@ -177,7 +179,7 @@ def load_index(
         raise CacheInvalid(f"embeddings have shape {emb.shape}, expected ({len(texts)}, dim)")
     index = None
     if len(texts):
-        if manifest.get("faiss_factory") == faiss_factory and blobs["faiss.index"]:
+        if manifest.get("faiss_factory") == key.faiss_factory and blobs["faiss.index"]:
             try:
                 index = faiss.deserialize_index(np.frombuffer(blobs["faiss.index"], dtype=np.uint8))
             except RuntimeError as exc:
@@ -185,5 +187,7 @@ def load_index(
             if index.ntotal != len(texts) or index.d != emb.shape[1]:
                 raise CacheInvalid("FAISS index does not match the embeddings")
         else:
-            index = new_faiss(faiss, emb, faiss_factory)  # same vectors, another index type: no re-encoding
+            index = new_faiss(
+                faiss, emb, key.faiss_factory
+            )  # same vectors, another index type: no re-encoding
     return emb, index

@@ -44,6 +44,7 @@ from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_s
 from kg_agents.kg.faiss_index import (
     INDEX_FORMAT,
     CacheInvalid,
+    IndexKey,
     import_faiss,
     index_cache_root,
     load_index,
@@ -413,23 +414,16 @@ class EntityIndex:
         self._texts, self._text_ids, self._embeddings, self._faiss = texts, text_ids, emb, index
 
     # ------------------------------------------------------------------ persistence
+    def _cache_key(self) -> IndexKey:
+        return IndexKey(self.kg_name, self.fingerprint, self.encoder_name, self.faiss_factory)
+
     def _save(
         self, faiss: Any, texts: list[str], text_ids: list[list[str]], emb: np.ndarray, index: Any
     ) -> None:
         assert self.cache_path is not None
         try:
             save_index(
-                self.cache_path,
-                faiss,
-                texts,
-                text_ids,
-                emb,
-                index,
-                kg=self.kg_name,
-                fingerprint=self.fingerprint,
-                encoder=self.encoder_name,
-                faiss_factory=self.faiss_factory,
-                build_seconds=self.build_seconds,
+                self.cache_path, self._cache_key(), faiss, texts, text_ids, emb, index, self.build_seconds
             )
         except OSError as exc:
             # A read-only or full disk costs a rebuild next time, not this query.
@@ -437,15 +431,7 @@ class EntityIndex:
 
     def _load(self, faiss: Any, texts: list[str], text_ids: list[list[str]]) -> None:
         assert self.cache_path is not None
-        emb, index = load_index(
-            self.cache_path,
-            faiss,
-            texts,
-            text_ids,
-            fingerprint=self.fingerprint,
-            encoder=self.encoder_name,
-            faiss_factory=self.faiss_factory,
-        )
+        emb, index = load_index(self.cache_path, self._cache_key(), faiss, texts, text_ids)
         self._set_semantic(texts, text_ids, emb, index, faiss)
 
     # ------------------------------------------------------------------ questions
