@@ -376,8 +376,8 @@ def prepare_labels(kg: KnowledgeGraph, tokenizer: Any, *, batch: int = 4096) -> 
     """Tokenise every entity id and relation of ``kg`` (both directions) once, in batches, for the
     builds with ``tokenizer``: after it, every path of :func:`build_trie` is composed from cached ids.
 
-    For many builds on one KG (``build_tries`` over a dataset, a long-running service): on MetaQA it takes
-    under a second once and a 2-hop build then takes a few milliseconds (docs/results.md). It reads every
+    For many builds on one KG (``build_tries`` over a dataset, a long-running service): it is paid once,
+    and the builds after it tokenise nothing (timed by ``benchmarks/trie_build.py``). It reads every
     id of the KG (``kg.iter_labels()``), so on a remote endpoint it is a scan of the whole graph. At most
     the shared tokenizer's ``max_labels`` ids are kept (the first ones).
 
