@@ -40,10 +40,9 @@ __all__ = [
 ]
 
 #: The worked example of a relation-chain prompt (its ``{example}``), shown only for chains longer than
-#: its own 2 hops: among 2-hop options the embedded model copies it (30 2-hop MetaQA dev questions: the
-#: chain ranked first was a best one for 0.333 with it, 0.567 without), while for 3 hops, where it is no
-#: option, it shows how a chain reads the question (0.200 → 0.320 on 25 others). A specialist adapter
-#: learns the chains without it.
+#: its own 2 hops: among 2-hop options the embedded model copies it, while for 3 hops, where it is no
+#: option, it shows how a chain reads the question (both measured in docs/dev/results-history.md). A
+#: specialist adapter learns the chains without it.
 CHAIN_EXAMPLE = (
     "\n\nExample:\nQuestion: who directed the movies starred by [Mara Quill]\nEntity: Mara Quill\n"
     "Relation chain: reverse of starred actors, then directed by"

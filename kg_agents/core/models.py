@@ -159,8 +159,8 @@ def runs_adapter(model: Any) -> bool:
 def default_calibrate(calibrate: bool | None, model: Any) -> bool:
     """A method's ``calibrate`` option resolved: as given, or, when None (the default), on for every model
     but a specialist adapter. A specialist was trained on the plain scores of its decisions; taking the
-    topic-only prompt's scores from them undoes part of what it learnt (knowledge_navigator at 1 hop, 40
-    dev-validation questions: 0.800 plain against 0.725 calibrated, see docs/results.md)."""
+    topic-only prompt's scores from them undoes part of what it learnt (knowledge_navigator at 1 hop
+    scored lower calibrated than plain, see docs/dev/results-history.md)."""
     if calibrate is None:
         return not runs_adapter(model)
     return calibrate

@@ -18,31 +18,49 @@ are persisted under ``<cache root>/index/<kg.name>-<fingerprint>/`` (cache root:
 else ``$KG_AGENTS_CACHE``, else ``~/.cache/kg_agents``), each file written to a temporary file and
 renamed into place, and a manifest with their checksums written last: a crash leaves either no
 manifest or one whose checksums do not match, and both mean "rebuild".
+
+Modules: :mod:`~kg_agents.kg.matching` (the tiers' keys and scores), :mod:`~kg_agents.kg.faiss_index`
+(building and caching the FAISS index), :mod:`~kg_agents.kg.mentions` (finding a question's mentions);
+this one holds :class:`EntityIndex`, which joins them.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import io
-import json
 import logging
 import os
-import re
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kg_agents.errors import EntityNotFound, KGAgentsError, ModelError
-from kg_agents.files import atomic_write, cache_root, safe_name
+from kg_agents.errors import EntityNotFound, ModelError
+from kg_agents.files import safe_name
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.encoder import DEFAULT_ENCODER, Encoder, HashingEncoder, get_sentence_encoder
+from kg_agents.kg.faiss_index import (
+    INDEX_FORMAT,
+    CacheInvalid,
+    IndexKey,
+    import_faiss,
+    index_cache_root,
+    load_index,
+    new_faiss,
+    save_index,
+)
+from kg_agents.kg.matching import (
+    STOPWORDS,
+    LinkedEntity,
+    display_text,
+    fold,
+    loose_key,
+    match_score,
+    spelling_similarity,
+)
+from kg_agents.kg.mentions import exact_at, is_proper, ngram_mentions, semantic_mentions
 from kg_agents.kg.text import bracketed
 
 __all__ = [
@@ -59,97 +77,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: Version of the on-disk layout; a manifest with another version is rebuilt.
-INDEX_FORMAT = 1
-_FILES = ("rows.json", "embeddings.npy", "faiss.index")
-_WORD = re.compile(r"\w+")
-
-#: Words that never make an entity mention on their own (question words, function words).
-_STOPWORDS_TEXT = """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing done down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours out over
-    own same she should so some such than that the their theirs them themselves then there these they
-    this those through to too under until up very was we were what when where which while who whom
-    whose why will with would you your yours yourself s t also ever tell give list name find show
-    share shared same type types kind kinds"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-
-
-@dataclass(frozen=True, slots=True)
-class LinkedEntity:
-    """One candidate entity for a piece of text.
-
-    Attributes:
-        id: the entity id in the KG.
-        label: its label.
-        score: 1.0 for lexical matches; for semantic ones :func:`match_score` of the cosine
-            similarity and the spelling similarity (0..1).
-        method: ``"exact"``, ``"id"``, ``"folded"``, ``"loose"`` or ``"semantic"``.
-    """
-
-    id: str
-    label: str
-    score: float
-    method: str
-
-
-def fold(text: str) -> str:
-    """Case-folded, whitespace-normalised form of a label (``_`` counts as a space).
-
-    Example:
-        >>> fold("  Babaloo_MANDEL ")
-        'babaloo mandel'
-    """
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().replace("_", " ").split())
-
-
-def loose_key(text: str) -> str:
-    """Word characters only, case-folded, accents dropped.
-
-    Example:
-        >>> loose_key("X-Men: The Last Stand"), loose_key("Amélie")
-        ('x men the last stand', 'amelie')
-    """
-    decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", bare).casefold().replace("_", " ")))
-
-
-def spelling_similarity(a: str, b: str) -> float:
-    """Character similarity of two texts after :func:`loose_key` (difflib ratio, 0..1)."""
-    return difflib.SequenceMatcher(None, loose_key(a), loose_key(b), autojunk=False).ratio()
-
-
-def match_score(cosine: float, spelling: float) -> float:
-    """The score of a semantic candidate: ``max(cosine, 0.3 * cosine + 0.7 * spelling)``.
-
-    Sentence embeddings place a misspelt name (``tom hanx``: cosine 0.56 to ``Tom Hanks``) barely
-    closer to the right label than to an unrelated one (``Steven Spielberg``: 0.62 to ``Tom Hanks``);
-    mixing in the spelling similarity lifts typos without penalising matches that only the
-    embedding sees (``sci-fi`` -> ``Science Fiction``).
-    """
-    return max(cosine, 0.3 * cosine + 0.7 * spelling)
-
-
-def display_text(label: str) -> str:
-    """The text embedded for a label (``_`` read as a space, whitespace collapsed)."""
-    return " ".join(label.replace("_", " ").split())
-
-
-def index_cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Root folder of the entity-index caches: ``cache_dir`` when given, else ``<cache root>/index``
-    (:func:`kg_agents.files.cache_root`)."""
-    return Path(cache_dir).expanduser() if cache_dir is not None else cache_root("index")
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-class _CacheInvalid(KGAgentsError):
-    """A persisted index is missing, stale or corrupted (internal; means: rebuild)."""
 
 
 class EntityIndex:
@@ -408,7 +335,7 @@ class EntityIndex:
         if self._spell_faiss is None:
             with self._lock:
                 if self._spell_faiss is None:
-                    faiss = _import_faiss()
+                    faiss = import_faiss()
                     vecs = self._spell_encoder([loose_key(t) for t in self._texts or []])
                     index = faiss.IndexFlatIP(self._spell_encoder.dim)
                     index.add(np.ascontiguousarray(vecs))
@@ -445,14 +372,14 @@ class EntityIndex:
         with self._lock:
             if self._faiss is not None:
                 return
-            faiss = _import_faiss()
+            faiss = import_faiss()
             texts, text_ids = self._semantic_rows()
             if self.cache_path is not None:
                 try:
                     self._load(faiss, texts, text_ids)
                     self.loaded_from_cache = True
                     return
-                except _CacheInvalid as exc:
+                except CacheInvalid as exc:
                     logger.info("entity index cache at %s not usable (%s); building", self.cache_path, exc)
             self._build(faiss, texts, text_ids)
             self.loaded_from_cache = False
@@ -466,22 +393,11 @@ class EntityIndex:
         texts = sorted(by_text)
         return texts, [by_text[t] for t in texts]
 
-    def _new_faiss(self, faiss: Any, emb: np.ndarray) -> Any:
-        dim = emb.shape[1]
-        try:
-            index = faiss.index_factory(dim, self.faiss_factory, faiss.METRIC_INNER_PRODUCT)
-        except RuntimeError as exc:
-            raise ModelError(f"bad FAISS index factory {self.faiss_factory!r}: {exc}") from exc
-        if not index.is_trained:
-            index.train(emb)
-        index.add(emb)
-        return index
-
     def _build(self, faiss: Any, texts: list[str], text_ids: list[list[str]]) -> None:
         t0 = time.perf_counter()
         chunks = [self._encode(texts[i : i + self.chunk_size]) for i in range(0, len(texts), self.chunk_size)]
         emb = np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.float32)
-        index = self._new_faiss(faiss, emb) if len(texts) else None
+        index = new_faiss(faiss, emb, self.faiss_factory) if len(texts) else None
         self.build_seconds = time.perf_counter() - t0
         logger.info(
             "entity index for %s: %d labels encoded in %.1fs", self.kg_name, len(texts), self.build_seconds
@@ -498,82 +414,24 @@ class EntityIndex:
         self._texts, self._text_ids, self._embeddings, self._faiss = texts, text_ids, emb, index
 
     # ------------------------------------------------------------------ persistence
+    def _cache_key(self) -> IndexKey:
+        return IndexKey(self.kg_name, self.fingerprint, self.encoder_name, self.faiss_factory)
+
     def _save(
         self, faiss: Any, texts: list[str], text_ids: list[list[str]], emb: np.ndarray, index: Any
     ) -> None:
         assert self.cache_path is not None
-        rows = json.dumps({"texts": texts, "ids": text_ids}, ensure_ascii=False).encode("utf-8")
-        buf = io.BytesIO()
-        np.save(buf, emb, allow_pickle=False)
-        blobs = {
-            "rows.json": rows,
-            "embeddings.npy": buf.getvalue(),
-            "faiss.index": faiss.serialize_index(index).tobytes() if index is not None else b"",
-        }
-        manifest = {
-            "format": INDEX_FORMAT,
-            "kg": self.kg_name,
-            "fingerprint": self.fingerprint,
-            "encoder": self.encoder_name,
-            "faiss_factory": self.faiss_factory,
-            "count": len(texts),
-            "dim": int(emb.shape[1]) if emb.size else 0,
-            "build_seconds": self.build_seconds,
-            "files": {name: _digest(data) for name, data in blobs.items()},
-        }
         try:
-            for name, data in blobs.items():
-                atomic_write(self.cache_path / name, data)
-            atomic_write(self.cache_path / "manifest.json", json.dumps(manifest, indent=1).encode())
+            save_index(
+                self.cache_path, self._cache_key(), faiss, texts, text_ids, emb, index, self.build_seconds
+            )
         except OSError as exc:
             # A read-only or full disk costs a rebuild next time, not this query.
             logger.warning("could not persist entity index to %s: %s", self.cache_path, exc)
 
     def _load(self, faiss: Any, texts: list[str], text_ids: list[list[str]]) -> None:
         assert self.cache_path is not None
-        try:
-            manifest = json.loads((self.cache_path / "manifest.json").read_text("utf-8"))
-        except FileNotFoundError:
-            raise _CacheInvalid("no manifest") from None
-        except (OSError, ValueError) as exc:
-            raise _CacheInvalid(f"unreadable manifest: {exc}") from exc
-        expect = {
-            "format": INDEX_FORMAT,
-            "fingerprint": self.fingerprint,
-            "encoder": self.encoder_name,
-            "count": len(texts),
-        }
-        if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expect.items()):
-            raise _CacheInvalid("manifest does not match this KG / encoder")
-        blobs: dict[str, bytes] = {}
-        for name in _FILES:
-            try:
-                data = (self.cache_path / name).read_bytes()
-            except OSError as exc:
-                raise _CacheInvalid(f"cannot read {name}: {exc}") from exc
-            if _digest(data) != manifest.get("files", {}).get(name):
-                raise _CacheInvalid(f"checksum mismatch in {name}")
-            blobs[name] = data
-        try:
-            rows = json.loads(blobs["rows.json"])
-            emb = np.load(io.BytesIO(blobs["embeddings.npy"]), allow_pickle=False)
-        except ValueError as exc:
-            raise _CacheInvalid(f"unreadable data: {exc}") from exc
-        if rows.get("texts") != texts or rows.get("ids") != text_ids:
-            raise _CacheInvalid("label rows differ from the KG's labels")
-        if emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[0] != len(texts):
-            raise _CacheInvalid(f"embeddings have shape {emb.shape}, expected ({len(texts)}, dim)")
-        index = None
-        if len(texts):
-            if manifest.get("faiss_factory") == self.faiss_factory and blobs["faiss.index"]:
-                try:
-                    index = faiss.deserialize_index(np.frombuffer(blobs["faiss.index"], dtype=np.uint8))
-                except RuntimeError as exc:
-                    raise _CacheInvalid(f"unreadable FAISS index: {exc}") from exc
-                if index.ntotal != len(texts) or index.d != emb.shape[1]:
-                    raise _CacheInvalid("FAISS index does not match the embeddings")
-            else:
-                index = self._new_faiss(faiss, emb)  # same vectors, another index type: no re-encoding
+        emb, index = load_index(self.cache_path, self._cache_key(), faiss, texts, text_ids)
         self._set_semantic(texts, text_ids, emb, index, faiss)
 
     # ------------------------------------------------------------------ questions
@@ -624,10 +482,12 @@ class EntityIndex:
                         raise EntityNotFound(span, suggestions=self._close_labels(span))
                 out.extend(i for i in ids if i not in out)
             return out
-        found, strong, best_span = self._ngram_mentions(question, max_entities)
+        found, strong, best_span = ngram_mentions(
+            question, max_entities, self._loose, self._labels, self._max_ngram
+        )
         if strong or not self.semantic_enabled:
             return found
-        sem = self._semantic_mentions(question, max_entities, min_score)
+        sem = semantic_mentions(question, max_entities, min_score, self.search_many, self._labels)
         if not sem:
             return found
         sem_ids = [eid for eid, _ in sem]
@@ -636,146 +496,17 @@ class EntityIndex:
         if best_span is None or covers or not found:
             # the semantic mention is at least as wide as the weak lexical one ("Simon Winecr" vs "Simon")
             keep_lexical = (
-                [e for e in found if _is_proper(self._labels[e])]
-                if any(_is_proper(self._labels[e]) for e in sem_ids)
+                [e for e in found if is_proper(self._labels[e])]
+                if any(is_proper(self._labels[e]) for e in sem_ids)
                 else found
             )
             return list(dict.fromkeys([*sem_ids, *keep_lexical]))[: max(max_entities, len(sem_ids))]
-        if not any(_is_proper(self._labels[e]) for e in found) or not self._exact_at(question, best_span):
+        if not any(is_proper(self._labels[e]) for e in found) or not exact_at(
+            question, best_span, self._loose, self._labels
+        ):
             # a lower-case tag or a loosely matched word ("star" for "Star!") ranks after a semantic name
-            proper_sem = [e for e in sem_ids if _is_proper(self._labels[e])]
+            proper_sem = [e for e in sem_ids if is_proper(self._labels[e])]
             if proper_sem:
-                named = [e for e in found if _is_proper(self._labels[e])]
+                named = [e for e in found if is_proper(self._labels[e])]
                 return list(dict.fromkeys([*proper_sem, *named]))
         return list(dict.fromkeys([*found, *sem_ids]))
-
-    def _tokens(self, question: str) -> list[tuple[str, int, int]]:
-        """Word tokens as :func:`loose_key` writes them, with their offsets in the NFKC text."""
-        text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        return [
-            (loose_key(m.group()) or m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)
-        ]
-
-    def _ngram_mentions(
-        self, question: str, max_entities: int
-    ) -> tuple[list[str], bool, tuple[int, int] | None]:
-        toks = self._tokens(question)
-        text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        n = len(toks)
-        # (rank key, start, end, ids); see the ranking rules in topic_entities().
-        cands: list[tuple[tuple[int, int, int, int], int, int, list[str]]] = []
-        for size in range(min(self._max_ngram, n), 0, -1):
-            for i in range(n - size + 1):
-                words = [t[0] for t in toks[i : i + size]]
-                only_stop = all(w in STOPWORDS for w in words)
-                if only_stop and size == 1 and (i == 0 or words[0] == "i"):
-                    continue  # a capitalised first word or the pronoun "I" is not a name
-                ids = self._loose.get(" ".join(words))
-                if not ids:
-                    continue
-                start = toks[i][1]
-                surface = _WORD.findall(text[start : toks[i + size - 1][2]])
-                labels = {e: unicodedata.normalize("NFKC", self._labels[e]).replace("_", " ") for e in ids}
-                exact = {e for e, lab in labels.items() if _WORD.findall(lab) == surface}
-                proper = {e for e, lab in labels.items() if _is_proper(lab)}
-                verbatim = {e for e, lab in labels.items() if text[start : start + len(lab)] == lab}
-                ranked = sorted(ids, key=lambda e: (e not in proper, e not in exact, e not in verbatim))
-                if only_stop and not exact & proper:
-                    continue  # "You and Me", "Them" only when written as the label is
-                key = (-int(bool(exact & proper)), -size, -int(bool(proper)), -i)
-                cands.append((key, i, i + size, ranked))
-        cands.sort(key=lambda c: c[0])
-        any_proper = any(c[0][2] for c in cands)
-        all_lower = not any(c.isupper() for c in question)
-        taken = [False] * n
-        out: list[str] = []
-        mentions = 0
-        best: tuple[int, int] | None = None
-        strong = False
-        for key, a, b, ids in cands:
-            if any(taken[a:b]) or (any_proper and not key[2]):
-                continue
-            taken[a:b] = [True] * (b - a)
-            out.extend(i for i in ids if i not in out)
-            if best is None:
-                best = (a, b)
-                # strong: a name written exactly as its label, with no capitalised word glued to it
-                # (a misspelt "Simon Winecr" matches the label "Simon" exactly, but "Winecr" is left)
-                glued = [j for j in (a - 1, b) if 0 < j < n and _capitalised(text, toks[j][1])]
-                # an all-lower-case question cannot match case: a name-like label found loosely counts
-                strong = (key[0] == -1 or (key[2] == -1 and all_lower)) and not glued
-            mentions += 1
-            if mentions >= max_entities:
-                break
-        return out, strong, best
-
-    def _exact_at(self, question: str, span: tuple[int, int]) -> bool:
-        """True when the words of ``span`` are, case included, the words of some label."""
-        text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        toks = self._tokens(question)
-        a, b = span
-        surface = _WORD.findall(text[toks[a][1] : toks[b - 1][2]])
-        ids = self._loose.get(" ".join(t[0] for t in toks[a:b]), [])
-        return any(_WORD.findall(self._labels[e].replace("_", " ")) == surface for e in ids)
-
-    def _semantic_mentions(
-        self, question: str, max_entities: int, min_score: float
-    ) -> list[tuple[str, tuple[int, int]]]:
-        toks = self._tokens(question)
-        text = unicodedata.normalize("NFKC", question).replace("_", " ")
-        spans: list[tuple[int, int]] = []
-        # In a mixed-case question names are capitalised: spans without a capitalised word are not
-        # candidates ("movies" would match the film "Movie Movie").
-        cased = any(c.isupper() for c in question)
-        for size in range(1, min(len(toks), 8) + 1):
-            for i in range(len(toks) - size + 1):
-                if toks[i][0] in STOPWORDS or toks[i + size - 1][0] in STOPWORDS:
-                    continue
-                if cased and not any(_capitalised(text, toks[j][1]) for j in range(i, i + size)):
-                    continue
-                # nor spans that cut a run of capitalised words ("Simon" out of "Simon Winecr")
-                glued = [j for j in (i - 1, i + size) if 0 < j < len(toks) and _capitalised(text, toks[j][1])]
-                if cased and glued:
-                    continue
-                spans.append((i, i + size))
-        if not toks:
-            return []
-        texts = [text[toks[a][1] : toks[b - 1][2]] for a, b in spans] + [question]
-        spans.append((0, len(toks)))
-        results = self.search_many(texts, k=1)
-        scored = [
-            (hits[0].score, span, hits[0].id)
-            for span, hits in zip(spans, results, strict=True)
-            if hits and hits[0].score >= min_score
-        ]
-        # as for n-grams: when a name matched, lower-case labels ("film" for "movies") give way
-        if any(_is_proper(self._labels[eid]) for _, _, eid in scored):
-            scored = [c for c in scored if _is_proper(self._labels[c[2]])]
-        scored.sort(key=lambda x: -x[0])
-        taken = [False] * len(toks)
-        out: list[tuple[str, tuple[int, int]]] = []
-        for _, (a, b), eid in scored:
-            if len(out) >= max_entities:
-                break
-            if any(taken[a:b]) or any(eid == e for e, _ in out):
-                continue
-            taken[a:b] = [True] * (b - a)
-            out.append((eid, (a, b)))
-        return out
-
-
-def _capitalised(text: str, start: int) -> bool:
-    return text[start].isupper() or text[start].isdigit()
-
-
-def _is_proper(label: str) -> bool:
-    """A label that looks like a name: it has an upper-case letter or a digit."""
-    return any(c.isupper() or c.isdigit() for c in label)
-
-
-def _import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:
-        raise ModelError("semantic entity search needs FAISS: pip install 'kg-agents[index]'") from exc
-    return faiss

@@ -335,12 +335,13 @@ def test_an_interrupted_overwrite_never_leaves_an_index_of_other_settings(tmp_pa
     """Rebuilding with other settings writes the new index first: the old one never names a new file."""
     from kg_agents.kg import open_kg
     from kg_agents.methods.gcr import trie as trie_mod
+    from kg_agents.methods.gcr.trie import build as trie_build
     from tests.cli.scripted_cli import ByteTokenizer
 
     kg_file, _, _ = _entities_file(tmp_path)
     kg, tok, out = open_kg(kg_file), ByteTokenizer(), tmp_path / "tries"
     trie_mod.build_tries(kg, ["Splash", "Big"], tok, out, max_hops=2)
-    build = trie_mod.build_trie
+    build = trie_build.build_trie
     calls = []
 
     def build_once(*args, **kwargs):
@@ -349,7 +350,7 @@ def test_an_interrupted_overwrite_never_leaves_an_index_of_other_settings(tmp_pa
             raise KeyboardInterrupt
         return build(*args, **kwargs)
 
-    monkeypatch.setattr(trie_mod, "build_trie", build_once)
+    monkeypatch.setattr(trie_build, "build_trie", build_once)
     with pytest.raises(KeyboardInterrupt):
         trie_mod.build_tries(kg, ["Splash", "Big"], tok, out, max_hops=1, overwrite=True)
     index = json.loads((out / "index.json").read_text(encoding="utf-8"))
@@ -363,11 +364,12 @@ def test_an_interrupt_during_an_index_rewrite_leaves_no_temporary_file(tmp_path,
     every finished trie, and no temporary file stays behind."""
     from kg_agents.kg import open_kg
     from kg_agents.methods.gcr import trie as trie_mod
+    from kg_agents.methods.gcr.trie import build as trie_build
     from tests.cli.scripted_cli import ByteTokenizer
 
     kg_file, _, _ = _entities_file(tmp_path)
     kg, tok, out = open_kg(kg_file), ByteTokenizer(), tmp_path / "tries"
-    write = trie_mod.atomic_write
+    write = trie_build.atomic_write
     calls = []
 
     def write_then_interrupt(path, data):
@@ -377,8 +379,8 @@ def test_an_interrupt_during_an_index_rewrite_leaves_no_temporary_file(tmp_path,
             raise KeyboardInterrupt
         write(path, data)
 
-    monkeypatch.setattr(trie_mod, "INDEX_COST_RATIO", 0.0)  # rewrite after every trie
-    monkeypatch.setattr(trie_mod, "atomic_write", write_then_interrupt)
+    monkeypatch.setattr(trie_build, "INDEX_COST_RATIO", 0.0)  # rewrite after every trie
+    monkeypatch.setattr(trie_build, "atomic_write", write_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         trie_mod.build_tries(kg, ["Splash", "Big", "Cast Away"], tok, out, max_hops=2)
     index = json.loads((out / "index.json").read_text(encoding="utf-8"))

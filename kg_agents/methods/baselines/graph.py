@@ -211,12 +211,12 @@ def create_graph_rag_graph(
         answer_ratio: ranked route: answers are the best candidate and those whose probability is at
             least this share of the best one's.
         candidate_text: ranked route: a candidate is scored as its ``label`` (default; the better of
-            the two on 20 seeded dev 1-hop questions here: 0.70 against 0.55 Hits@1) or as the facts of
-            its ``path`` (``"Splash directed by Ron Howard"``).
+            the two on dev 1-hop questions, see docs/dev/results-history.md) or as the facts of its
+            ``path`` (``"Splash directed by Ron Howard"``).
         calibrate: ranked route: rank each candidate by how much the question raises its
             log-probability (its score after the prompt less its score after the same prompt whose
-            question is only the topic entities; a second LLM call). Default False (on 40 MetaQA 1-hop
-            dev-validation questions here it gained 0.675 → 0.725 Hits@1, at twice the calls).
+            question is only the topic entities; a second LLM call). Default False: it takes twice the
+            calls (what it changes: docs/dev/results-history.md).
         answer_hops: ranked route: how many hops from the topic entities the answers lie; only the
             candidates that far are offered (all of them where none is). ``"auto"`` (default): predicted
             by the KG pack's hop classifier where its route says so (the bundled MetaQA pack's, whose
@@ -227,13 +227,12 @@ def create_graph_rag_graph(
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for
             ``answer_hops`` (default: the pack's, else knowledge_navigator's bundled hop classifier).
         max_hops: the farthest ``answer_hops`` reads (default 2); a larger distance is traced and
-            not followed (the 1-hop baseline). On 40 MetaQA 3-hop dev-validation questions, reading
-            3 hops scored 0.200 Hits@1 against the 1-hop baseline's 0.300, at 26x the seconds.
+            not followed (the 1-hop baseline): reading 3 hops costs many times the seconds, and scored
+            below the 1-hop baseline on 3-hop questions (docs/dev/results-history.md).
         hop_fanout: at most this many triples per entity in a neighbourhood of two hops or more.
         max_neighbourhood: at most this many triples read for a neighbourhood of two hops or more (with
-            ``hop_fanout``, the bound on the candidates the model ranks: on 40 MetaQA 2-hop
-            dev-validation questions, 30 and 300 kept a gold answer among the candidates of all 40, at
-            most 163 candidates a question).
+            ``hop_fanout``, the bound on the candidates the model ranks; what the defaults keep:
+            docs/dev/results-history.md).
 
     Raises:
         ConfigError: an unknown prompt name, ``decide``, ``candidate_text`` or ``answer_hops``,
@@ -377,21 +376,17 @@ def create_text_rag_graph(
         candidate_text: ranked route: a candidate is scored as the facts of its ``path`` or as its
             ``label``. ``"auto"`` (default): the label where every candidate lies at one distance from
             the topic entities (as ``answer_hops`` makes them), else the path. Among candidates at
-            several distances a bare label lures the small model to entities two hops away (on 20
-            seeded dev 1-hop questions 0.65 Hits@1 with the path against 0.35); among candidates at
-            one distance the label is the better (zero-shot, 40 MetaQA dev-validation questions:
-            0.700 against 0.675 at 1 hop, 0.550 against 0.375 at 2 hops).
+            several distances a bare label lures the small model to entities two hops away; among
+            candidates at one distance the label is the better (docs/dev/results-history.md).
         calibrate: ranked route: rank each candidate by how much the question raises it (see
             :func:`create_graph_rag_graph`). Default False. Without ``answer_hops``, for questions of
-            two hops or more, ``candidate_text="label", calibrate=True`` is the better choice
-            (zero-shot, exact Hits@1: 0.525 against 0.025 on 40 MetaQA 2-hop questions, 0.733 against
-            0.033 on 30 PathQuestion 2-hop ones), but not at 1 hop (0.500 against 0.675); see
-            docs/methods/baselines.md.
+            two hops or more, ``candidate_text="label", calibrate=True`` is the better choice, but not
+            at 1 hop; see docs/methods/baselines.md.
         answer_hops: ranked route: how many hops from the topic entities the answers lie; only the
             candidates that far are offered (all of them where none is). ``"auto"`` (default),
             ``"predict"``, a positive integer or ``"none"``, as for :func:`create_graph_rag_graph`. A
-            distance beyond ``hops`` is traced and not followed (on 40 MetaQA 3-hop dev-validation
-            questions, widening the neighbourhood to 3 hops scored 0.075 Hits@1 against 0.225).
+            distance beyond ``hops`` is traced and not followed (widening the neighbourhood to 3 hops
+            scored below it on 3-hop questions: docs/dev/results-history.md).
         hop_classifier: predicts ``answer_hops`` (default: the pack's, else knowledge_navigator's
             bundled one).
 

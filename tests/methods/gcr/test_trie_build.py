@@ -188,9 +188,9 @@ def test_fill_any_order_duplicates_and_foreign_parents(tok):
 
 def test_a_tokenizer_that_fails_the_probe_is_checked(monkeypatch):
     """A tokenizer taken to split at spaces whose probe sentence does not compose: labels are checked."""
-    import kg_agents.methods.gcr.trie as trie_module
+    from kg_agents.methods.gcr.trie import tokens
 
-    monkeypatch.setattr(trie_module, "splits_at_spaces", lambda tokenizer: True)
+    monkeypatch.setattr(tokens, "splits_at_spaces", lambda tokenizer: True)
     fake = CharTokenizer()
     assert PathTokenizer(fake).check
     assert not PathTokenizer(smollm_tokenizer()).check
@@ -206,12 +206,12 @@ def test_a_tokenizer_that_fails_the_probe_is_checked(monkeypatch):
 def test_shared_path_tokenizer_lives_as_long_as_its_tokenizer():
     import gc
 
-    from kg_agents.methods.gcr import trie as trie_module
+    from kg_agents.methods.gcr.trie import tokens
 
     fake = CharTokenizer()
     pt = path_tokenizer(fake)
     assert path_tokenizer(fake) is pt and pt.encode([Path.from_text("a -> r -> b")])
-    n = len(trie_module._PATH_TOKENIZERS)
+    n = len(tokens._PATH_TOKENIZERS)
     del fake
     gc.collect()
-    assert len(trie_module._PATH_TOKENIZERS) == n - 1
+    assert len(tokens._PATH_TOKENIZERS) == n - 1
