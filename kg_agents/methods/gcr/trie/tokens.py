@@ -377,7 +377,7 @@ def prepare_labels(kg: KnowledgeGraph, tokenizer: Any, *, batch: int = 4096) -> 
     builds with ``tokenizer``: after it, every path of :func:`build_trie` is composed from cached ids.
 
     For many builds on one KG (``build_tries`` over a dataset, a long-running service): it is paid once,
-    and the builds after it tokenise nothing (timed by ``benchmarks/trie_build.py``). It reads every
+    and the builds after it tokenise nothing (timed by ``benchmarks/gcr/trie_build.py``). It reads every
     id of the KG (``kg.iter_labels()``), so on a remote endpoint it is a scan of the whole graph. At most
     the shared tokenizer's ``max_labels`` ids are kept (the first ones).
 
