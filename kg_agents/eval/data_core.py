@@ -84,6 +84,7 @@ class Dataset:
         meta: provenance (source files, seed, sizes before ``limit``).
 
     Example:
+        >>> from kg_agents.eval.datasets import get_dataset
         >>> ds = get_dataset("metaqa-1hop", split="validation", limit=3)
         >>> len(ds), ds.kg
         (3, 'metaqa')
