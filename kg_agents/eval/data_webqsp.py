@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path as FsPath
 
 from kg_agents.data import data_path
@@ -10,7 +10,7 @@ from kg_agents.errors import DataFormatError
 from kg_agents.eval.data_core import Dataset, Question, field_value, json_object, read_lines, str_list
 from kg_agents.kg.base import KnowledgeGraph
 
-__all__ = ["SubgraphFactory", "load_webqsp_sample"]
+__all__ = ["WEBQSP_WHOLE", "SubgraphFactory", "load_webqsp_sample", "load_webqsp_whole"]
 
 
 # ---------------------------------------------------------------------------- WebQSP sample
@@ -75,3 +75,40 @@ def load_webqsp_sample(*, limit: int | None = None, path: str | FsPath | None = 
     if limit is not None:
         questions = questions[:limit]
     return Dataset(name="webqsp-sample", questions=questions, kg=None, split=None, meta={"source": str(p)})
+
+
+#: The sample's questions that need more than one chain from one topic, read by hand (the sample keeps no
+#: WebQSP parse): ``id -> (kind, topics added to q_entity, why)``.
+WEBQSP_WHOLE: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "WebQTest-1": ("constraint", (), "positions held before a date: before he became president"),
+    "WebQTest-3": (
+        "conjunction",
+        ("Ken Barlow",),
+        "the actor of a character (Ken Barlow) in a series (Coronation Street): two topics",
+    ),
+    "WebQTest-12": ("constraint", (), "office holders filtered by a title (governor) and a year (2011)"),
+    "WebQTest-21": ("constraint", (), "parents filtered by gender (dad)"),
+}
+
+
+def load_webqsp_whole(*, limit: int | None = None, path: str | FsPath | None = None) -> Dataset:
+    """``webqsp-sample-whole``: the sample's questions with more than one topic or a constraint.
+
+    The sample keeps no WebQSP parse, so each was read by hand (:data:`WEBQSP_WHOLE`): its kind goes to
+    ``qtype`` and ``meta["kind"]``, the reason to ``meta["whole_note"]``; a conjunction's second topic,
+    when the question names it and its subgraph holds it, is added to ``topic_entities``
+    (``meta["added_topics"]``). Note the golds as given: WebQTest-12 lists a governor of two centuries
+    ago, WebQTest-21 a mother, and WebQTest-3's answer is not in its subgraph.
+    """
+    base = load_webqsp_sample(path=path)
+    questions = []
+    for q in base.questions:
+        if q.id not in WEBQSP_WHOLE:
+            continue
+        kind, added, note = WEBQSP_WHOLE[q.id]
+        topics = list(dict.fromkeys([*(q.topic_entities or []), *added]))
+        meta = {**q.meta, "kind": kind, "whole_note": note, "added_topics": list(added)}
+        questions.append(replace(q, topic_entities=topics, qtype=kind, meta=meta))
+    if limit is not None:
+        questions = questions[:limit]
+    return Dataset(name="webqsp-sample-whole", questions=questions, kg=None, split=None, meta=base.meta)

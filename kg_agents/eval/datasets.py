@@ -47,7 +47,8 @@ from kg_agents.eval.data_pathquestion import (
     parse_pathquestion_answer,
     parse_pathquestion_path,
 )
-from kg_agents.eval.data_webqsp import SubgraphFactory, load_webqsp_sample
+from kg_agents.eval.data_webqsp import SubgraphFactory, load_webqsp_sample, load_webqsp_whole
+from kg_agents.eval.data_whole import load_metaqa_whole
 
 __all__ = [
     "DATASETS",
@@ -61,9 +62,11 @@ __all__ = [
     "load_jsonl_questions",
     "load_metaqa",
     "load_metaqa_file",
+    "load_metaqa_whole",
     "load_pathquestion",
     "load_pathquestion_file",
     "load_webqsp_sample",
+    "load_webqsp_whole",
     "parse_metaqa_line",
     "parse_pathquestion_answer",
     "parse_pathquestion_path",
@@ -81,7 +84,9 @@ def _registry() -> dict[str, Callable[..., Dataset]]:
         reg[f"pathquestion-{variant}"] = lambda split, seed, limit, v=variant: load_pathquestion(
             v, split, seed=seed, limit=limit
         )
+    reg["metaqa-whole"] = lambda split, seed, limit: load_metaqa_whole(split, seed=seed, limit=limit)
     reg["webqsp-sample"] = _webqsp_entry
+    reg["webqsp-sample-whole"] = _webqsp_whole_entry
     return reg
 
 
@@ -89,6 +94,12 @@ def _webqsp_entry(split: str, seed: int, limit: int | None) -> Dataset:
     if split != "dev":
         raise ConfigError("webqsp-sample has no train/validation split; use split='dev'")
     return load_webqsp_sample(limit=limit)
+
+
+def _webqsp_whole_entry(split: str, seed: int, limit: int | None) -> Dataset:
+    if split != "dev":
+        raise ConfigError("webqsp-sample-whole has no train/validation split; use split='dev'")
+    return load_webqsp_whole(limit=limit)
 
 
 DATASETS: tuple[str, ...] = tuple(_registry())
@@ -99,7 +110,8 @@ def get_dataset(name: str, split: str = "dev", *, seed: int = 0, limit: int | No
 
     Names: ``metaqa-1hop``, ``metaqa-2hop``, ``metaqa-3hop``, ``pathquestion-pq-2h``,
     ``pathquestion-pq-3h``, ``pathquestion-pql-2h``, ``pathquestion-pql-3h``,
-    ``pathquestion-pql-3h-more``, ``webqsp-sample``.
+    ``pathquestion-pql-3h-more``, ``webqsp-sample``; and the whole-answer sets ``metaqa-whole``
+    (conjunctions and constraints, :mod:`kg_agents.eval.data_whole`) and ``webqsp-sample-whole``.
 
     Args:
         name: a registry name (see :data:`DATASETS`).
