@@ -29,7 +29,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from kg_agents.data import data_path
-from kg_agents.errors import DataFormatError
+from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.eval.data_core import Dataset, Question, json_object, read_lines, split_indices
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path
 from kg_agents.kg.text import BRACKETED
@@ -75,7 +75,6 @@ class WholeForm:
 
 
 def _form(rec: dict[str, Any], where: str, n: int) -> WholeForm:
-    from kg_agents.errors import ConfigError
     from kg_agents.synth.schemas import parse_relation_path
 
     def bad(msg: str) -> DataFormatError:
