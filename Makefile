@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test test-fast lint typecheck bench clean
+.PHONY: setup demo test test-fast stress lint typecheck bench clean
 
 setup: $(STAMP)
 
@@ -38,10 +38,15 @@ demo: setup
 	@$(BIN)/kg-agents demo
 
 test: setup setup-servers setup-vllm
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not stress"
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not integration and not server and not vllm"
+	$(BIN)/python -m pytest -m "not integration and not server and not vllm and not stress"
+
+# The stress checks (tests/stress: hostile input through every store, the soak under endpoint faults) at a
+# small size; `python -m tests.stress.<module>` runs one at full size and prints its table.
+stress: setup setup-servers
+	$(BIN)/python -m pytest -m stress
 
 lint: setup
 	$(BIN)/ruff check kg_agents tests benchmarks
@@ -59,7 +64,7 @@ clean:
 # pip at another index, e.g. TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu".
 PYTHONS        ?= 3.11 3.12 3.13
 TORCH_PIP_ARGS ?=
-UNIT_TIER      := not integration and not server and not vllm
+UNIT_TIER      := not integration and not server and not vllm and not stress
 PY_VENVS       := $(foreach v,$(PYTHONS),.venv-py$(subst .,,$(v)))
 
 .PHONY: test-pythons

@@ -1,6 +1,6 @@
 """Hostile KG text: the helper that renders it for prompts, and every method and KG tool using it.
 
-The methods run on the fixture KG of :mod:`tests.injection` (labels and features carrying prompt
+The methods run on the fixture KG of :mod:`kg_agents.kg.injection` (labels and features carrying prompt
 injections) with a scripted model: no prompt any of them sends carries a raw chat-template token or a
 fake structural line from the KG, the hostile text does reach the prompts (neutralised), and every
 answer is a real KG node's label, on the ranked route whatever the model prefers.
@@ -15,17 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kg_agents.core.registry import create_graph
-from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.llm.ranking import rank_options
-from kg_agents.tools import kg_toolkit, reasoning_tool
-from kg_agents.untrusted import KG_CLOSE, KG_OPEN, kg_block, kg_text, neutralize_control
-from tests.fakes import FakeChat
-from tests.injection import (
+from kg_agents.kg.injection import (
     INJECTION_QUESTIONS,
     INJECTION_TRIPLES,
     RAW_MARKERS,
     injection_kg,
 )
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.llm.ranking import rank_options
+from kg_agents.tools import kg_toolkit, reasoning_tool
+from kg_agents.untrusted import KG_CLOSE, KG_OPEN, kg_block, kg_text, neutralize_control
+from tests.fakes import FakeChat
 
 CONTROL = [
     "<|im_start|>",

@@ -13,7 +13,7 @@ Steps:
    without a limit (written here, not through the stores' code); a question with no answer other
    than its topic entity is redrawn.
 3. Ask them through each method (``--methods``), one fresh process per method so that its client RSS is
-   its own. The chat model is an oracle (the test suite's ``FakeChat`` with scripted log-probabilities):
+   its own. The chat model is an oracle (``OracleChat``: scripted option log-probabilities, no model):
    it ranks the question's own relation chain, its relations and its answers first and everything else
    last, so that the figures are the KG side of each method, with perfect decisions. The hop count is
    given (``hops`` / ``answer_hops``).
@@ -240,15 +240,38 @@ def traced_cut(trace: Any) -> bool:
     return False
 
 
+def oracle_chat(oracle: Oracle) -> Any:
+    """A chat model that ranks options by ``oracle`` (``score_options``, as a logprob-capable engine
+    does) and answers every free-text call with one fixed thought."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class OracleChat(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "oracle"
+
+        def score_options(self, messages: Any, options: Any) -> list[float]:
+            return [float(x) for x in oracle(str(messages[-1].content), list(options))]
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            reply = AIMessage(content="Thought: I follow the relations of the question.")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    return OracleChat()
+
+
 def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, Any]:
     from kg_agents.eval.metrics import normalize_answer
     from kg_agents.kg import SparqlKG
-    from tests.fakes import FakeChat
 
     qs = json.loads(Path(qfile).read_text())
     kg = SparqlKG(endpoint, profile="freebase", graph=GRAPH_IRI, timeout=timeout)
     oracle = Oracle()
-    llm = FakeChat(default="Thought: I follow the relations of the question.", logprobs=oracle)
+    llm = oracle_chat(oracle)
     graph = build(method, kg, llm)
     rss_ready = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = []

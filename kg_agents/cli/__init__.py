@@ -1,4 +1,5 @@
-"""The ``kg-agents`` command line: ``ask``, ``eval``, ``train``, ``build-tries``, ``demo``, ``methods``."""
+"""The ``kg-agents`` command line: ``ask``, ``eval``, ``report``, ``train``, ``build-tries``, ``demo``,
+``methods`` and the rest (:mod:`kg_agents.cli.commands`)."""
 
 from __future__ import annotations
 

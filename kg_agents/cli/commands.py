@@ -1,5 +1,6 @@
-"""The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``demo``, ``train``, ``build-tries``,
-``pack``, ``prepare``, ``specialise``, ``synth``, ``version``.
+"""The ``kg-agents`` command: ``methods``, ``ask``, ``eval``, ``report``, ``demo``, ``train``,
+``build-tries``, ``pack``, ``prepare``, ``specialise``, ``synth``, ``version``. ``eval`` lives in
+:mod:`kg_agents.cli.eval`, ``report`` in :mod:`kg_agents.cli.report`.
 
 Examples::
 
@@ -9,6 +10,8 @@ Examples::
     kg-agents ask "who directed [Splash]" --method dualr --stream
     kg-agents eval --method graph_rag --dataset metaqa-1hop --limit 50 --out runs/graph_rag-1hop
     kg-agents eval --compare runs/llm_only-1hop runs/graph_rag-1hop --chart compare.png
+    kg-agents eval --grid docs/results/metaqa.toml --out docs/results/runs
+    kg-agents report docs/results/runs --out docs/results.md --chart docs/results/chart.png
     kg-agents train dualr --set epochs=3
     kg-agents build-tries --dataset metaqa-2hop --hops 2 --out tries/metaqa-2hop
     kg-agents synth pq-2h --out runs/synth-pq --n 500
@@ -32,7 +35,6 @@ them); the progress bars of long runs (``eval``, ``train``) are kg-agents' own a
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import os
@@ -44,6 +46,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kg_agents.cli.eval import add_eval_parser, cmd_eval
+from kg_agents.cli.report import add_report_parser, cmd_report
 from kg_agents.core.records import error_text, run_level_errors
 from kg_agents.errors import ConfigError, DataFormatError, KGAgentsError, KGError, ModelError
 from kg_agents.llm.local_model import CACHED_DTYPES, prepare_local_model, set_loading_progress
@@ -60,6 +64,7 @@ __all__ = [
     "cmd_eval",
     "cmd_methods",
     "cmd_prepare",
+    "cmd_report",
     "cmd_synth",
     "cmd_train",
     "cmd_version",
@@ -380,90 +385,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return _ask(args.question, args.method, "metaqa", args.model, [], False, max_tokens=args.max_tokens)
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from kg_agents.eval import runner
-
-    if args.compare:
-        table, chart = runner.compare_runs(args.compare, args.chart)
-        print(table)
-        print(f"chart: {chart}")
-        return 0
-    if not args.method or not args.out:
-        raise ConfigError("eval needs --method and --out (or --compare DIR ...)")
-    if bool(args.dataset) == bool(args.questions):
-        raise ConfigError("eval needs exactly one of --dataset NAME or --questions FILE")
-    for flag, value in (
-        ("--concurrency", args.concurrency),
-        ("--max-endpoint-failures", args.max_endpoint_failures),
-    ):
-        if value < 1:
-            raise ConfigError(f"{flag} must be >= 1, got {value}")
-    from kg_agents.eval.datasets import get_dataset
-
-    setup = MethodSetup.from_args(args.method, args.set or [], args.model, args.max_tokens)
-    if args.dataset:
-        split = args.split or ("dev" if args.dataset == "webqsp-sample" else "validation")
-        ds = get_dataset(args.dataset, split, seed=args.seed, limit=args.limit)
-        if args.kg:
-            ds.kg = args.kg
-        dataset = args.dataset
-    else:
-        split = args.split or "dev"
-        ds = runner.load_questions_file(
-            args.questions, args.kg, split=split, seed=args.seed, limit=args.limit
-        )
-        dataset = Path(args.questions).name
-    if not len(ds):
-        raise ConfigError("no questions to evaluate")
-    kg0 = ds.kg_for(ds[0])
-    first = setup.build(kg0)  # builds the model and checks --set before any question runs
-    context = setup.context(first)
-
-    def build(kg: Any) -> Any:
-        return first if kg is kg0 else setup.build(kg)
-
-    kg_spec = ds.kg if isinstance(ds.kg, str) or ds.kg is None else getattr(ds.kg, "name", "kg")
-    extra = "".join(f" {k}={v}" for k, v in setup.model_options.items())
-    model = setup.model_spec and setup.model_spec + extra
-    info = {
-        "split": split,
-        "seed": args.seed,
-        "model": model,
-        "model_used": setup.model_used(kg0),
-        "pack": setup.pack_used(kg0),
-        "options": sorted(args.set or []),
-        "kg": kg_spec,
-    }
-
-    async def run() -> dict:
-        # Sync graph nodes run in the loop's default executor (6 threads on 2 cores): give it one thread
-        # per concurrent question, so C questions really are in flight (and their model calls batch).
-        from concurrent.futures import ThreadPoolExecutor
-
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=args.concurrency + 4, thread_name_prefix="kg-agents-eval")
-        )
-        return await runner.run_eval(
-            ds.questions,
-            args.out,
-            method=args.method,
-            dataset=dataset,
-            build_graph=build,
-            kg_for=ds.kg_for,
-            concurrency=args.concurrency,
-            context=context,
-            run_info=info,
-            progress=not args.no_progress,
-            max_endpoint_failures=args.max_endpoint_failures,
-            match=args.match,
-        )
-
-    summary = asyncio.run(run())
-    print(runner.markdown_table([summary]))
-    print(f"wrote {Path(args.out) / runner.SUMMARY}, {runner.PREDICTIONS}, {runner.REPORT}, {runner.CHART}")
-    return 0
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from kg_agents.core.registry import get_trainer, list_trainers, run_trainer
 
@@ -616,38 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--question", default=DEMO_QUESTION)
     d.set_defaults(func=cmd_demo)
 
-    e = add_parser("eval", help="evaluate a method on a dataset, or --compare runs")
-    method_args(e, default_method=None)
-    e.add_argument("--dataset", help="metaqa-{1,2,3}hop, pathquestion-{pq,pql}-{2,3}h, webqsp-sample")
-    e.add_argument("--kg", help="the KG for --questions (or to override the dataset's)")
-    e.add_argument("--questions", help="a MetaQA-format or JSONL questions file")
-    e.add_argument(
-        "--split",
-        default=None,
-        choices=["dev", "train", "validation"],
-        help="default: validation (the seeded 20%%); dev for webqsp-sample and --questions",
-    )
-    e.add_argument("--limit", type=int, default=None)
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--concurrency", type=int, default=1)
-    e.add_argument(
-        "--max-endpoint-failures",
-        type=int,
-        default=5,
-        metavar="N",
-        help="stop the run after N questions in a row whose KG endpoint failed (default: 5)",
-    )
-    e.add_argument("--out", help="the run directory (a rerun resumes it)")
-    e.add_argument("--no-progress", action="store_true", help="no progress bar")
-    e.add_argument(
-        "--match",
-        choices=("exact", "contains"),
-        default="exact",
-        help="answer matching: exact after normalisation (default), or contains (the papers' scripts)",
-    )
-    e.add_argument("--compare", nargs="+", metavar="DIR", help="compare finished runs instead")
-    e.add_argument("--chart", default="compare.png", help="chart file for --compare (default: compare.png)")
-    e.set_defaults(func=cmd_eval)
+    add_eval_parser(add_parser, method_args)
+    add_report_parser(add_parser)
 
     t = add_parser("train", help="train a component (run without a name to list trainers)")
     t.add_argument("what", nargs="?")
@@ -714,6 +605,11 @@ def interrupted_message(args: argparse.Namespace, argv: Sequence[str]) -> str:
     ``argv`` is the command line (without the program name); the resume command repeats it exactly.
     """
     again = "kg-agents " + shlex.join(argv)
+    if args.cmd == "eval" and args.grid:
+        return (
+            f"kg-agents: interrupted; the grid's finished runs are kept, and its current run's finished "
+            f"questions; to resume, run: {again}"
+        )
     if args.cmd == "eval" and not args.compare and args.out:
         from kg_agents.eval.runner import PREDICTIONS, read_predictions
 

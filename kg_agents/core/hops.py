@@ -77,7 +77,7 @@ def mask_entities(question: str, entities: Iterable[str] = ()) -> str:
         'who directed ENTITY'
     """
     text = BRACKETED.sub(ENTITY_MASK, question)
-    for label in sorted({e for e in entities if e and e.strip()}, key=len, reverse=True):
+    for label in sorted({e for e in entities if e and e.strip()}, key=lambda e: (-len(e), e)):
         text = re.sub(rf"(?<!\w){re.escape(label)}(?!\w)", ENTITY_MASK, text, flags=re.IGNORECASE)
     return " ".join(text.split())
 

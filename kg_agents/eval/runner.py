@@ -85,8 +85,9 @@ _RUN_KEYS = ("method", "dataset", "split", "seed", "model", "options", "kg")
 #: Also written to ``run.json``: the chat model the graph really ran (``--model local`` is the embedded
 #: model with the specialist adapter on MetaQA) and the KG pack it ran with (name, fingerprint and folder,
 #: or null: ``kg_agents.packs.pack_record``), each compared on a rerun when the earlier run recorded it
-#: (older runs did not); and the package version, for the record only.
-_RUN_EXTRA_KEYS = ("model_used", "pack")
+#: (older runs did not); and the dtype the embedded model ran in (compared the same way), the package
+#: version, git commit and the adapters loaded, for the record only (:mod:`kg_agents.eval.provenance`).
+_RUN_EXTRA_KEYS = ("model_used", "pack", "dtype")
 
 
 def gold_sets(q: Any) -> list[list[str]]:
@@ -188,8 +189,10 @@ def repair_predictions(path: str | Path) -> int:
 
 def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
     """Write ``run.json``, or check that an existing one describes the same run."""
-    from kg_agents import __version__
+    from kg_agents.eval.provenance import run_provenance
 
+    provenance = run_provenance(model_used=info.get("model_used"))
+    info = {**info, "dtype": provenance["dtype"]}
     path = out_dir / RUN_INFO
     if path.is_file():
         try:
@@ -205,7 +208,7 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
             raise ConfigError(f"{out_dir} holds another run (differs in {diff}); use another --out directory")
     else:
         record = {k: info.get(k) for k in _RUN_KEYS} | {k: info[k] for k in _RUN_EXTRA_KEYS if k in info}
-        atomic_write(path, json.dumps({**record, "version": __version__}, indent=2) + "\n")
+        atomic_write(path, json.dumps({**provenance, **record}, indent=2) + "\n")
 
 
 def grounded_count(kg: Any, answers: Sequence[str], paths: Sequence[KGPath]) -> int:
@@ -463,6 +466,9 @@ def write_summary(
             records.append(rec)
     summary = summarize(records, method=method, dataset=dataset, match=match)
     atomic_write(out / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    from kg_agents.eval.report import write_scores  # the per-question figures a report compares on
+
+    write_scores(out, records)
     info = json.loads((out / RUN_INFO).read_text(encoding="utf-8")) if (out / RUN_INFO).is_file() else {}
     atomic_write(out / REPORT, render_report(summary, records, info))
     draw_chart([summary], out / CHART, title=f"{method} on {dataset} (n={summary['n']})")

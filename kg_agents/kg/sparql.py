@@ -91,7 +91,7 @@ class SparqlKG(SparqlBackedKG):
         headers: extra HTTP headers (e.g. ``Authorization``).
         ordered: when a ``limit`` cuts a neighbour list, keep the first edges by relation and
             IRI (the same on every store) instead of the store's index order; this sorts all of a
-            hub's edges on the server, which is much slower (see ``benchmarks/bench_kg.py``).
+            hub's edges on the server, which is much slower (see ``benchmarks/kg/stores.py``).
         max_neighbors: the most edges one entity's neighbour list holds, and the most ends
             ``chain_ends`` returns, whatever ``limit`` asks (a larger limit, or None, becomes this;
             ``TripleList.truncated`` says when it cut): a hub's neighbourhood never comes whole into

@@ -45,7 +45,7 @@ def bracket_mentions(text: str, names: list[str]) -> str:
     MetaQA marks topic entities; text that already has brackets is returned unchanged."""
     if BRACKETED.search(text):
         return text
-    for name in sorted({n for n in names if n and n.strip()}, key=len, reverse=True):
+    for name in sorted({n for n in names if n and n.strip()}, key=lambda n: (-len(n), n)):
         m = re.search(rf"(?<![\w\[]){re.escape(name)}(?![\w\]])", text, re.IGNORECASE)
         if m:
             text = f"{text[: m.start()]}[{m.group(0)}]{text[m.end() :]}"

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,13 @@ __all__ = [
     "ADAPTED_PREFIX",
     "BASE_MODEL",
     "adapter_folder",
+    "adapters_used",
     "fit_lora",
     "is_adapter_dir",
     "lm_loss",
     "merged_model_dir",
     "new_lora",
+    "note_adapter",
     "padded_batch",
     "save_adapter",
 ]
@@ -42,6 +45,9 @@ BASE_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 #: The display name of the embedded model with an adapter merged starts with this, then the adapter's
 #: folder name (``resolve_chat_model("local:DIR")``).
 ADAPTED_PREFIX = "SmolLM2-135M-Instruct+"
+
+_USED: dict[str, dict[str, str]] = {}
+_USED_LOCK = threading.Lock()
 
 
 def new_lora(model: Any, *, r: int, alpha: int, dropout: float = 0.05, top_layers: int = 0) -> Any:
@@ -225,6 +231,22 @@ def _digest(path: Path) -> str:
     return h.hexdigest()[:10]
 
 
+def note_adapter(folder: str | os.PathLike[str]) -> None:
+    """Record that this process loaded the LoRA adapter in ``folder`` (see :func:`adapters_used`)."""
+    path = Path(folder).expanduser().resolve()
+    entry = {"name": path.name, "digest": _digest(path), "path": str(path)}
+    with _USED_LOCK:
+        _USED[entry["path"]] = entry
+
+
+def adapters_used() -> list[dict[str, str]]:
+    """The LoRA adapters this process loaded on the embedded model (merged for a chat model, or GCR's
+    path decoder): ``name`` (the folder's), ``digest`` (of its weights) and ``path``, sorted by path.
+    An evaluation records them in ``run.json``."""
+    with _USED_LOCK:
+        return [dict(_USED[k]) for k in sorted(_USED)]
+
+
 def merged_model_dir(adapter: str | os.PathLike[str]) -> Path:
     """A checkpoint folder of the embedded model with ``adapter`` merged (built once, then reused).
 
@@ -243,6 +265,7 @@ def merged_model_dir(adapter: str | os.PathLike[str]) -> Path:
     src = adapter_folder(adapter)
     target = cache_root("models") / f"{DEFAULT_LOCAL_MODEL}+{src.resolve().name}-{_digest(src)}"
     if (target / "config.json").is_file():
+        note_adapter(src)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".merge-", dir=target.parent))
@@ -266,4 +289,5 @@ def merged_model_dir(adapter: str | os.PathLike[str]) -> Path:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    note_adapter(src)
     return target

@@ -37,7 +37,7 @@ __all__ = ["DEFAULT_FLAGS", "SERVED_MODEL_NAME", "VLLMServer", "default_work_dir
 SERVED_MODEL_NAME = "smollm2"
 # --block-size 32: CPU's default 128-token KV blocks leave prompts shorter than that out of the prefix
 # cache; GCR's vLLM beam search re-sends one ~110-token prompt per step (K=10: 9.9 s/question with 32,
-# 24.4 s with 128, benchmarks/gcr_decode.py-style run on this shared machine).
+# 24.4 s with 128, benchmarks/gcr/decode.py-style run on this shared machine).
 DEFAULT_FLAGS = ("--max-model-len", "2048", "--dtype", "float32", "--enforce-eager", "--block-size", "32")
 
 

@@ -6,7 +6,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.llm.adapters import BASE_MODEL
+from kg_agents.llm.adapters import BASE_MODEL, note_adapter
 from kg_agents.llm.local_model import (
     cast_model,
     ensure_converted,
@@ -78,4 +78,5 @@ def load_gcr_decoder(adapter: str | FsPath, *, dtype: str | None = None, **kwarg
         model.eval()
     except (OSError, ValueError, ImportError, RuntimeError, KeyError) as exc:
         raise ModelError(f"could not load the GCR adapter at {adapter}: {exc}") from exc
+    note_adapter(path)
     return LocalConstrainedDecoder(model, tok, **kwargs)

@@ -254,7 +254,7 @@ class VLLMConstrainedDecoder(TrieDecoder):
             ``"exact"`` or ``"beam"``.
         score_limit: the largest trie scored exactly under ``route="auto"``. Exact scoring costs one full
             prompt per path (vLLM does not prefix-cache prompt log-probabilities): measured here
-            (``benchmarks/gcr_vllm_routes.py``), 0.3-0.45 s per path against 3-9 s for the beam route at
+            (``benchmarks/gcr/vllm_routes.py``), 0.3-0.45 s per path against 3-9 s for the beam route at
             K=3-10, so the two meet at about 10-25 paths.
         batch_size: prompts per scoring request of the exact route.
         max_workers: concurrent requests.

@@ -233,15 +233,18 @@ class Exploration:
     topics: list[list[int]] = field(default_factory=list)
 
     def top_candidates(self, b: int, n: int) -> list[tuple[int, float]]:
-        """The ``n`` most probable ``(entity id, probability)`` of question ``b``, best first."""
+        """The ``n`` most probable ``(entity id, probability)`` of question ``b``, best first.
+
+        Equal probabilities (entities the exploration reached the same way score the same) are ordered
+        by the entity's name, not by its integer id: ids are given as entities are met, so they depend on
+        which questions ran before in the process (and in what order, under concurrency).
+        """
         mask = self.batch == b
-        probs = self.probs[mask].detach()
-        ents = self.entity[mask]
-        k = min(n, probs.numel())
-        if k == 0:
-            return []
-        top = torch.topk(probs, k)
-        return [(int(ents[i]), float(p)) for p, i in zip(top.values, top.indices, strict=True)]
+        probs = self.probs[mask].detach().tolist()
+        ents = self.entity[mask].tolist()
+        names = self.graph.id2ent
+        ranked = sorted(zip(probs, ents, strict=True), key=lambda pe: (-pe[0], names[pe[1]]))
+        return [(int(e), float(p)) for p, e in ranked[: max(n, 0)]]
 
     def kept_edges(self, b: int) -> list[list[tuple[str, str | None, bool, str, float]]]:
         """The kept edges of question ``b``, per layer, as ``(source, relation, inverse, target, alpha)``
@@ -271,10 +274,19 @@ class Exploration:
         return backtrack(self.kept_edges(b), self.graph.id2ent[entity])
 
 
+def _edge_order(edge: tuple[str, str | None, bool, str, float]) -> tuple[float, str, str, bool]:
+    """Backtracking's preference among edges into one entity: the highest attention weight, then (equal
+    weights) the source's name, the relation's and forward before inverse, so the chain does not depend
+    on the order the edges were found in."""
+    src, rel, inverse, _, alpha = edge
+    return (-alpha, src, rel or "", inverse)
+
+
 def backtrack(layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]]], entity: str) -> Path:
     """Algorithm 2 (path backtracking): from ``entity`` back to a topic entity, taking at each layer
-    (last to first) the kept edge into the current entity with the highest attention weight; an identity
-    edge keeps the entity (no hop). Returns the :class:`Path` walked forwards from the topic entity.
+    (last to first) the kept edge into the current entity with the highest attention weight (equal weights:
+    by the source's name, then the relation's); an identity edge keeps the entity (no hop). Returns the
+    :class:`Path` walked forwards from the topic entity.
 
     Args:
         layers: per layer, the kept edges ``(source, relation or None, inverse, target, alpha)``
@@ -293,7 +305,7 @@ def backtrack(layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]
     for layer in reversed(layers):
         best: tuple[str, str | None, bool, str, float] | None = None
         for e in layer:
-            if e[3] == cur and (best is None or e[4] > best[4]):
+            if e[3] == cur and (best is None or _edge_order(e) < _edge_order(best)):
                 best = e
         if best is None:
             break
