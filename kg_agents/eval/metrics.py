@@ -46,6 +46,7 @@ __all__ = [
     "faithful_ratio",
     "mean",
     "normalize_answer",
+    "per_kind",
     "score_aliased",
     "score_answers",
     "summarize",
@@ -184,6 +185,7 @@ SUMMARY_KEYS = (
     "recall",
     "faithful_path_ratio",
     "grounded_answer_ratio",
+    "supported_answer_ratio",
     "match",
     "avg_llm_calls",
     "avg_input_tokens",
@@ -225,6 +227,7 @@ def summarize(
         sum(int(r.get("answers_grounded", 0)) for r in records),
         sum(int(r.get("answers_total", 0)) for r in records),
     )
+    out["supported_answer_ratio"] = _supported_ratio(records)
     out["match"] = _check_rule(match)
     for key, field in (
         ("avg_llm_calls", "llm_calls"),
@@ -235,4 +238,40 @@ def summarize(
         out[key] = mean((r.get("usage") or {}).get(field, 0) for r in done) if done else None
     out["avg_seconds"] = mean(r.get("seconds") for r in done) if done else None
     assert tuple(out) == SUMMARY_KEYS
+    kinds = per_kind(records)
+    if kinds:
+        out["per_kind"] = kinds
+    return out
+
+
+def _supported_ratio(records: Sequence[Mapping[str, Any]]) -> float | None:
+    conj = [r for r in records if r.get("kind") == "conjunction" and "answers_supported" in r]
+    return faithful_ratio(
+        sum(int(r["answers_supported"]) for r in conj), sum(int(r.get("answers_total", 0)) for r in conj)
+    )
+
+
+def per_kind(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Figures per question kind (``chain``, ``conjunction``, ``constraint``: the records' ``kind``):
+    ``n``, ``hits@1``, ``f1`` (over the kind's questions, a question that raised counting as wrong) and,
+    for conjunctions, ``supported_answer_ratio``. Empty when no record has a kind.
+
+    Example:
+        >>> r = {"kind": "constraint", "scores": score_answers(["x"], ["x"])}
+        >>> per_kind([r, {"kind": None, "scores": r["scores"]}])
+        {'constraint': {'n': 1, 'hits@1': 1.0, 'f1': 1.0}}
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        kind = r.get("kind")
+        if isinstance(kind, str) and kind:
+            groups.setdefault(kind, []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, rs in sorted(groups.items()):
+        fig: dict[str, Any] = {"n": len(rs)}
+        for k in ("hits@1", "f1"):
+            fig[k] = sum(float(r["scores"][k]) for r in rs) / len(rs)
+        if kind == "conjunction":
+            fig["supported_answer_ratio"] = _supported_ratio(rs)
+        out[kind] = fig
     return out

@@ -67,10 +67,12 @@ __all__ = [
     "load_questions_file",
     "load_summary",
     "markdown_table",
+    "question_kind",
     "read_predictions",
     "render_report",
     "repair_predictions",
     "run_eval",
+    "supported_count",
     "write_summary",
 ]
 
@@ -216,6 +218,29 @@ def grounded_count(kg: Any, answers: Sequence[str], paths: Sequence[KGPath]) -> 
     return sum(1 for a in answers if a in names)
 
 
+def question_kind(q: Any) -> str | None:
+    """The kind of ``q`` (``chain``, ``conjunction``, ``constraint``): ``meta["kind"]``, else its ``qtype``
+    when that is a kind (synthesised questions), else None (MetaQA's qtypes are not kinds)."""
+    from kg_agents.synth.questions import QUESTION_KINDS
+
+    meta = getattr(q, "meta", None) or {}
+    for kind in (meta.get("kind"), getattr(q, "qtype", None)):
+        if kind in QUESTION_KINDS:
+            return str(kind)
+    return None
+
+
+def supported_count(kg: Any, answers: Sequence[str], topics: Sequence[str], paths: Sequence[KGPath]) -> int:
+    """How many ``answers`` have, from every topic entity, one of ``paths`` (verified ones) that starts at
+    the topic and ends at the answer (ids or labels)."""
+
+    def names(e: str | None) -> set[str]:
+        return set() if e is None else {e, kg.label(e)}
+
+    ends = [(names(p.start), names(p.end)) for p in paths if p.hops]
+    return sum(1 for a in answers if topics and all(any(t in s and a in e for s, e in ends) for t in topics))
+
+
 def _record(
     q: Any,
     out: dict[str, Any] | BaseException,
@@ -229,6 +254,7 @@ def _record(
         "gold": list(q.answers),
         "topic_entities": getattr(q, "topic_entities", None),
         "qtype": getattr(q, "qtype", None),
+        "kind": question_kind(q),
     }
     if isinstance(out, BaseException):
         rec.update(
@@ -248,11 +274,14 @@ def _record(
     answers = [str(a) for a in out.get("answers") or []]
     paths = [p for p in out.get("paths") or [] if isinstance(p, KGPath)]
     error = endpoint_failure(out)
+    supported = None
     try:
         verified = [p for p in paths if verify_path(kg, p)]
         grounded = grounded_count(kg, answers, verified)
+        if rec["kind"] == "conjunction":
+            supported = supported_count(kg, answers, list(q.topic_entities or []), verified)
     except KGAgentsError as exc:  # the KG failed while the paths were checked again
-        verified, grounded = [], 0
+        verified, grounded, supported = [], 0, 0 if rec["kind"] == "conjunction" else None
         error = error or f"{type(exc).__name__}: {exc} (checking the returned paths)"
     rec.update(
         predictions=answers,
@@ -261,6 +290,7 @@ def _record(
         paths_faithful=len(verified),
         answers_total=len(answers),
         answers_grounded=grounded,
+        **({"answers_supported": supported} if supported is not None else {}),
         scores=score_aliased(answers, gold_sets(q), match),
         usage=dict(out.get("usage") or {}),
         seconds=seconds,
@@ -430,6 +460,7 @@ def write_summary(
     for q in questions:
         if q.id in preds:
             rec = dict(preds[q.id])
+            rec["kind"] = question_kind(q)
             if not rec.get("error"):  # scored again, so the summary always follows metrics.py
                 rec["scores"] = score_aliased(rec.get("predictions") or [], gold_sets(q), match)
             records.append(rec)
@@ -489,6 +520,21 @@ def render_report(summary: dict[str, Any], records: Sequence[dict[str, Any]], in
             h = sum(r["scores"]["hits@1"] for r in rs) / len(rs)
             f = sum(r["scores"]["f1"] for r in rs) / len(rs)
             parts.append(f"| {t} | {len(rs)} | {h:.3f} | {f:.3f} |")
+        parts.append("")
+    kinds = summary.get("per_kind") or {}
+    if kinds:
+        parts += [
+            "## By question kind",
+            "",
+            "supported_answer_ratio: the share of a conjunction's returned answers with a verified returned "
+            "path from every topic entity.",
+            "",
+            "| kind | n | hits@1 | f1 | supported_answer_ratio |",
+            "|---|---|---|---|---|",
+        ]
+        for kind, fig in kinds.items():
+            cells = [kind, fig["n"], fig["hits@1"], fig["f1"], fig.get("supported_answer_ratio")]
+            parts.append("| " + " | ".join(_fmt(c) for c in cells) + " |")
         parts.append("")
     errs = [r for r in records if r.get("error")]
     if errs:

@@ -81,16 +81,22 @@ def collect_examples(
         gold_paths: ``hops``: a question's gold paths follow its own hop count where it has one (see
             :meth:`Teacher.set_question`); ``shortest``: all shortest paths, whatever the hop count.
 
+    Constraint questions (kind ``constraint``: a chain's answers filtered by an attribute) are skipped and
+    counted (``skipped_constraint``): the methods walk chains, and a teacher that marks only the filtered
+    answers right would teach them to drop answers for a fact their prompts do not show.
+
     Returns:
-        ``(examples, counts)``; counts hold ``questions``, ``unreachable``, ``failed`` (a method's run
-        raised), and per method ``METHOD/ROLE`` and ``METHOD/ROLE:no_right``.
+        ``(examples, counts)``; counts hold ``questions``, ``skipped_constraint``, ``unreachable``,
+        ``failed`` (a method's run raised), and per method ``METHOD/ROLE`` and ``METHOD/ROLE:no_right``.
     """
     from kg_agents.core.registry import create_graph
+    from kg_agents.eval.runner import question_kind
 
     _check_gold_paths(gold_paths)
-    qs = list(questions)
+    given = list(questions)
+    qs = [q for q in given if question_kind(q) != "constraint"]
     examples: list[Example] = []
-    counts: Counter[str] = Counter(questions=len(qs))
+    counts: Counter[str] = Counter(questions=len(qs), skipped_constraint=len(given) - len(qs))
     golds: dict[Any, Any] = {}  # each question's gold paths, found once for every method
 
     def hops_of(q: Any) -> int | None:

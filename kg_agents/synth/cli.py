@@ -3,7 +3,7 @@
 Examples::
 
     kg-agents synth pq-2h --out runs/synth-pq --n 500
-    kg-agents synth my_graph.tsv --out runs/synth --n 2000 --hops 1,2 --kinds chain,conjunction
+    kg-agents synth my_graph.tsv --out runs/synth --n 2000 --hops 1,2 --kinds chain conjunction constraint
     kg-agents synth my_graph.ttl --out runs/synth --paraphrase --model local --examples my_questions.txt
 
 It prints its progress on stderr, then a short summary: how many questions per split, kind and hop
@@ -40,7 +40,11 @@ def add_synth_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=1000, help="how many questions (default: 1000)")
     p.add_argument("--hops", default="1,2,3", help="the chains' hop counts, comma-separated (default: 1,2,3)")
     p.add_argument(
-        "--kinds", default="chain", help="question kinds: chain and/or conjunction (default: chain)"
+        "--kinds",
+        nargs="+",
+        default=["chain"],
+        metavar="KIND",
+        help="question kinds: chain, conjunction, constraint (space- or comma-separated; default: chain)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-answers", type=int, default=20, help="most answers per question (default: 20)")
@@ -88,7 +92,8 @@ def summary_lines(stats: dict[str, Any], files: dict[str, Any]) -> list[str]:
         f"synthesised {stats['n']} questions from {stats.get('kg')} in {secs.get('total', 0.0):.1f} s: "
         f"{stats['train']} train, {stats['validation']} validation",
         f"  chains {kinds.get('chain', 0)} ({hops})"
-        + (f"; conjunctions {kinds['conjunction']}" if "conjunction" in kinds else ""),
+        + (f"; conjunctions {kinds['conjunction']}" if "conjunction" in kinds else "")
+        + (f"; constraints {kinds['constraint']}" if "constraint" in kinds else ""),
     ]
     paths = stats.get("relation_paths", {})
     lines.append(
@@ -122,7 +127,8 @@ def synth_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
     from kg_agents.synth.questions import write_questions
 
     hops = parse_int_list(args.hops, "--hops")
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    given = [args.kinds] if isinstance(args.kinds, str) else list(args.kinds)
+    kinds = [k.strip() for text in given for k in text.split(",") if k.strip()]
     examples = read_examples(args.examples) if args.examples else None
     if args.examples and not args.paraphrase:
         raise ConfigError("--examples are style examples for --paraphrase; add --paraphrase")

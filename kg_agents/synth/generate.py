@@ -37,6 +37,16 @@ hash or set order):
    least two answers, one of its answers, and a second topic one hop from that answer; the answers are
    the intersection of the two chains' sets, which must hold 1 to ``max_answers`` entities and be smaller
    than each set (``not_narrower`` counts the pairs that fail). Their hops are the longer chain's.
+   **Constraints** (``kinds`` with ``"constraint"``): a chain of 1 or 2 hops from one topic with at least
+   two answers, and an attribute of its answers: a step from an answer to a *value*, an entity or literal
+   whose every triple is of that one relation in that direction (a year, a language, a genre, a tag;
+   ``not_attribute`` counts the others), that is neither the topic, an answer nor on the way. The answers
+   are the chain's that have the value, 1 to ``max_answers`` of them and fewer than the chain's
+   (``not_narrower``); an answer with more than ``max_degree`` triples leaves the chain out
+   (``exceeds_cap``); a value whose label cannot be written in a question is left out (``value_label``).
+   The value is written as it is, not in brackets (it is no topic entity); the topic entities are the
+   chain's one; the hops the chain's; the gold paths the chain's path to an answer and that answer's
+   attribute triple.
 5. **Phrasing** (:mod:`kg_agents.synth.phrase`): one form per question drawn by a seeded RNG, among the
    path's generic forms or, with ``paraphrase=True``, the model's rewrites that passed their checks (one
    model call per relation path).
@@ -47,23 +57,22 @@ hash or set order):
 
 from __future__ import annotations
 
-import hashlib
-import math
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.eval.metrics import normalize_answer
-from kg_agents.kg.base import KnowledgeGraph, verify_path
+from kg_agents.kg.base import Hop, KnowledgeGraph, Path, verify_path
 from kg_agents.synth.labels import TopicLabels, read_topic_labels
 from kg_agents.synth.phrase import fill_form, forms_for, generic_forms, paraphrase_forms
 from kg_agents.synth.questions import QUESTION_KINDS, SynthQuestion, SynthResult
 from kg_agents.synth.schemas import (
     CONJUNCTION_SEPARATOR,
+    CONSTRAINT_SEPARATOR,
     DEFAULT_CAP,
     MAX_WALKS,
     PathSchema,
@@ -77,11 +86,12 @@ from kg_agents.synth.schemas import (
     sample_relation_paths,
     walk,
 )
+from kg_agents.synth.shares import quotas, split_questions, weights_of, with_changes
 
 __all__ = ["FILTERS", "SYNTHESISED_KINDS", "check_chain", "synthesise"]
 
-#: The kinds :func:`synthesise` makes (``constraint`` is in the vocabulary, not made yet).
-SYNTHESISED_KINDS = ("chain", "conjunction")
+#: The kinds :func:`synthesise` makes.
+SYNTHESISED_KINDS = ("chain", "conjunction", "constraint")
 #: The filters' names in ``stats["filters"]``, in the order they apply (see the module docstring).
 FILTERS = (
     "duplicate_path",
@@ -94,43 +104,11 @@ FILTERS = (
     "intermediate_hub",
     "answer_label",
     "not_narrower",
+    "not_attribute",
+    "value_label",
     "answer_leak",
     "duplicate_question",
 )
-
-
-def _quotas(total: int, weights: Mapping[Any, float]) -> dict[Any, int]:
-    """``total`` split by ``weights`` (largest remainder, ties by key order)."""
-    s = sum(weights.values())
-    raw = {k: total * w / s for k, w in weights.items()}
-    out = {k: math.floor(v) for k, v in raw.items()}
-    left = total - sum(out.values())
-    for k in sorted(raw, key=lambda k: (-(raw[k] - out[k]), str(k)))[:left]:
-        out[k] += 1
-    return out
-
-
-def _mix(
-    mix: Mapping[Any, float] | Sequence[float] | None, keys: Sequence[Any], what: str
-) -> dict[Any, float]:
-    if mix is None:
-        return {k: 1.0 for k in keys}
-    if not isinstance(mix, Mapping):
-        if len(mix) != len(keys):
-            raise ConfigError(f"{what} gives {len(mix)} weights for {len(keys)} values {list(keys)}")
-        mix = dict(zip(keys, mix, strict=True))
-    unknown = sorted(str(k) for k in mix if k not in keys)
-    if unknown:
-        raise ConfigError(f"{what} names {', '.join(unknown)}, not among {list(keys)}")
-    weights = {k: float(mix.get(k, 0.0)) for k in keys}
-    if any(w < 0 or math.isnan(w) for w in weights.values()) or sum(weights.values()) <= 0:
-        raise ConfigError(f"{what} needs non-negative weights with a positive sum, got {dict(mix)}")
-    return weights
-
-
-def _split_key(seed: int, topics: Sequence[str], path: str) -> str:
-    text = "\x1f".join([str(seed), *topics, path])
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 @dataclass
@@ -139,6 +117,7 @@ class _Draft:
     walks: tuple[Walk, ...]
     answers: tuple[str, ...]
     relation_path: str
+    constraint: tuple[Step, str] | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -163,6 +142,7 @@ class _Synth:
         self.good = set(labels.topics)
         self.walks: dict[tuple[str, RelationPath], Walk | str] = {}
         self.degrees: dict[str, int] = {}
+        self.value_steps: dict[str, Step | None] = {}
 
     def degree(self, e: str) -> int:
         if e not in self.degrees:
@@ -261,6 +241,67 @@ class _Synth:
                 continue
             self.seen.add(((t1, t2), text))
             return _Draft("conjunction", (w1, w2), tuple(sorted(both)), text)
+        return None
+
+    def value_step(self, value: str) -> Step | None:
+        """The one step (from the entities that have it) along which every triple of ``value`` runs, or
+        None when its triples are of several relations or directions (memoised)."""
+        if value not in self.value_steps:
+            out, inn = self.kg.relations(value, "out"), self.kg.relations(value, "in")
+            step: Step | None = None
+            if not out and len(set(inn)) == 1:
+                step = (inn[0], "out")
+            elif not inn and len(set(out)) == 1:
+                step = (out[0], "in")
+            self.value_steps[value] = step
+        return self.value_steps[value]
+
+    def attribute_values(self, w: Walk) -> dict[tuple[Step, str], frozenset[str]] | None:
+        """Each ``(step, value)`` that some of the walk's answers have, with those answers (the value not the
+        topic, an answer nor on the way); None when an answer has more than ``max_degree`` triples."""
+        exclude = {w.topic} | w.answers | w.intermediates
+        found: dict[tuple[Step, str], set[str]] = {}
+        for a in sorted(w.answers):
+            tl = self.kg.neighbors(a, direction="both", limit=self.max_degree)
+            if tl.truncated:
+                return None
+            for t in tl:
+                step, v = ((t.relation, "out"), t.tail) if t.head == a else ((t.relation, "in"), t.head)
+                if v not in exclude:
+                    found.setdefault((step, v), set()).add(a)
+        return {k: frozenset(v) for k, v in sorted(found.items())}
+
+    def constraint(self, bases: Sequence[PathSchema]) -> _Draft | None:
+        """One constraint from a random base chain, or None (the reason counted)."""
+        s1 = bases[self.rng.randrange(len(bases))]
+        t1 = s1.topics[self.rng.randrange(len(s1.topics))]
+        w1 = self.checked_walk(t1, s1.steps)
+        if isinstance(w1, str) or len(w1.answers) < 2:
+            return None
+        found = self.attribute_values(w1)
+        if found is None:
+            self.filters["exceeds_cap"] += 1
+            return None
+        choices = sorted(found)
+        self.rng.shuffle(choices)
+        for step, value in choices[:8]:
+            text = s1.text + CONSTRAINT_SEPARATOR + format_relation_path([step])
+            kept = found[(step, value)]
+            if ((t1, value), text) in self.seen:
+                self.filters["duplicate_path"] += 1
+            elif len(kept) >= len(w1.answers):
+                self.filters["not_narrower"] += 1
+            elif self.value_step(value) != step:
+                self.filters["not_attribute"] += 1
+            elif len(kept) > self.max_answers:
+                self.filters["too_many_answers"] += 1
+            elif value not in self.good:
+                self.filters["value_label"] += 1
+            elif self.ambiguous(kept):
+                self.filters["answer_label"] += 1
+            else:
+                self.seen.add(((t1, value), text))
+                return _Draft("constraint", (w1,), tuple(sorted(kept)), text, (step, value))
         return None
 
     def take_turns(self, groups: Mapping[str, Iterator[_Draft]], quota: int) -> list[_Draft]:
@@ -368,7 +409,7 @@ def synthesise(
         hops: the chains' hop counts (1 to 3).
         hop_mix: the chains' share per hop count (``{1: 0.2, 2: 0.4, 3: 0.4}`` or one weight per hop in
             ``hops``); default equal.
-        kinds: question kinds to make: ``chain`` and/or ``conjunction``.
+        kinds: question kinds to make: ``chain``, ``conjunction`` and/or ``constraint``.
         kind_mix: the share per kind, as ``hop_mix``; default equal.
         seed: the one seed; two runs with the same arguments give the same questions.
         max_answers: most answers a question may have.
@@ -388,7 +429,7 @@ def synthesise(
         examples: a few of the user's own questions, shown to the model for their style.
         validation_fraction: the share of each kind and hop count that goes to validation.
         progress: called as ``progress(stage, done, total)`` (stages: ``labels``, ``walks``, ``chains``,
-            ``conjunctions``, ``paraphrase``, ``phrase``).
+            ``conjunctions``, ``constraints``, ``paraphrase``, ``phrase``).
 
     Returns:
         A :class:`~kg_agents.synth.questions.SynthResult`; its ``stats`` hold the counts per filter,
@@ -415,8 +456,8 @@ def synthesise(
             raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
     if not 0.0 <= validation_fraction < 1.0:
         raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}")
-    kind_quota = _quotas(n, _mix(kind_mix, kinds, "kind_mix"))
-    hop_quota = _quotas(kind_quota.get("chain", 0), _mix(hop_mix, wanted_hops, "hop_mix"))
+    kind_quota = quotas(n, weights_of(kind_mix, kinds, "kind_mix"))
+    hop_quota = quotas(kind_quota.get("chain", 0), weights_of(hop_mix, wanted_hops, "hop_mix"))
     seconds: dict[str, float] = {}
 
     def note(stage: str, t0: float) -> None:
@@ -432,7 +473,7 @@ def synthesise(
 
     t0 = time.perf_counter()
     walk_hops = set(wanted_hops if "chain" in kinds else ())
-    if "conjunction" in kinds:
+    if "conjunction" in kinds or "constraint" in kinds:
         walk_hops |= {h for h in (1, 2) if h == 1 or h in wanted_hops}
     walk_stats: dict[str, Any] = {}
     walks_n = max_walks if max_walks is not None else min(200_000, max(MAX_WALKS, 20 * n))
@@ -473,25 +514,25 @@ def synthesise(
         progress("chains", len(drafts), kind_quota["chain"])
     note("chains", t0)
 
-    t0 = time.perf_counter()
-    conjunction_tries = 0
-    if "conjunction" in kinds and kind_quota["conjunction"]:
-        quota = kind_quota["conjunction"]
-        bases = [s for s in schemas if s.hops in walk_hops and s.hops <= 2]
+    tries = {"conjunction": 0, "constraint": 0}
+    bases = [s for s in schemas if s.hops in walk_hops and s.hops <= 2]
+    for kind, make in (("conjunction", state.conjunction), ("constraint", state.constraint)):
+        t0 = time.perf_counter()
+        quota = kind_quota.get(kind, 0)
         found: dict[str, list[_Draft]] = {}
         made = 0
-        while bases and made < 3 * quota and conjunction_tries < 30 * quota + 100:
-            conjunction_tries += 1
-            if progress is not None and conjunction_tries % 500 == 0:
-                progress("conjunctions", made, 3 * quota)
-            d = state.conjunction(bases)
+        while quota and bases and made < 3 * quota and tries[kind] < 30 * quota + 100:
+            tries[kind] += 1
+            if progress is not None and tries[kind] % 500 == 0:
+                progress(f"{kind}s", made, 3 * quota)
+            d = make(bases)
             if d is not None:
                 found.setdefault(d.relation_path, []).append(d)
                 made += 1
         drafts += state.take_turns({k: iter(v) for k, v in found.items()}, quota)
-        if progress is not None:
-            progress("conjunctions", 3 * quota, 3 * quota)
-    note("conjunctions", t0)
+        if progress is not None and quota:
+            progress(f"{kind}s", 3 * quota, 3 * quota)
+        note(f"{kind}s", t0)
 
     t0 = time.perf_counter()
     para_stats: dict[str, Any] = {}
@@ -506,16 +547,17 @@ def synthesise(
     if progress is not None:
         progress("phrase", len(drafts), len(drafts))
     note("phrase", t0)
-    questions = _split(questions, validation_fraction, seed)
+    questions = split_questions(questions, validation_fraction, seed)
     order = list(range(len(questions)))
     rng.shuffle(order)
-    questions = [_with(questions[i], id=f"synth-{k:06d}") for k, i in enumerate(order)]
+    questions = [with_changes(questions[i], id=f"synth-{k:06d}") for k, i in enumerate(order)]
     note("total", t_start)
 
     per_hop = Counter(q.hops for q in questions if q.kind == "chain")
     shortfall = {f"chain_{h}_hop": hop_quota[h] - per_hop.get(h, 0) for h in hop_quota}
-    if "conjunction" in kinds:
-        shortfall["conjunction"] = kind_quota["conjunction"] - sum(q.kind == "conjunction" for q in questions)
+    for kind in ("conjunction", "constraint"):
+        if kind in kinds:
+            shortfall[kind] = kind_quota[kind] - sum(q.kind == kind for q in questions)
     stats = {
         "kg": getattr(kg, "name", None),
         "kg_fingerprint": kg.fingerprint(),
@@ -541,7 +583,8 @@ def synthesise(
         "per_relation_path": dict(sorted(Counter(q.relation_path for q in questions).items())),
         "shortfall": shortfall,
         "filters": {f: state.filters.get(f, 0) for f in FILTERS},
-        "conjunction_tries": conjunction_tries,
+        "conjunction_tries": tries["conjunction"],
+        "constraint_tries": tries["constraint"],
         "entities": {
             "read": labels.read,
             "capped": labels.capped,
@@ -560,10 +603,6 @@ def synthesise(
     return SynthResult(questions, stats)
 
 
-def _with(q: SynthQuestion, **changes: Any) -> SynthQuestion:
-    return replace(q, **changes)
-
-
 def _phrase_all(
     state: _Synth,
     drafts: Sequence[_Draft],
@@ -578,18 +617,19 @@ def _phrase_all(
             progress("phrase", i, len(drafts))
         topic_labels = [kg.label(t) for t in d.topics]
         answer_labels = [kg.label(a) for a in d.answers]
+        value = kg.label(d.constraint[1]) if d.constraint else None
         if d.kind == "chain":
             forms = forms_for(paraphrased, d.relation_path)
             fallback = generic_forms(d.relation_path)
         else:
-            forms = fallback = generic_forms(d.relation_path, "conjunction")
+            forms = fallback = generic_forms(d.relation_path, d.kind)
         first = list(forms)
         rng.shuffle(first)
         rest = [f for f in fallback if f not in first]
         rng.shuffle(rest)
         chosen = reason = None
         for form in first + rest:
-            text = fill_form(form, topic_labels)
+            text = fill_form(form, topic_labels, value)
             if _leaks(text, topic_labels, answer_labels):
                 reason = reason or "answer_leak"
                 continue
@@ -605,6 +645,9 @@ def _phrase_all(
         texts.add(text)
         answer = d.answers[0]
         paths = [gold_path(w, answer) for w in d.walks]
+        if d.constraint:
+            (rel, direction), v = d.constraint
+            paths.append(Path((Hop(answer, rel, v, direction == "in"),)))
         if not all(verify_path(kg, p) for p in paths):  # pragma: no cover - a walk follows the KG's triples
             raise AssertionError(f"a gold path of {d.relation_path!r} does not verify")
         out.append(
@@ -621,19 +664,7 @@ def _phrase_all(
                 split="",
                 answer_labels=tuple(answer_labels),
                 gold_paths=tuple(p.to_text() for p in paths),
+                constraint=(format_relation_path([d.constraint[0]]), d.constraint[1]) if d.constraint else (),
             )
         )
     return out
-
-
-def _split(questions: list[SynthQuestion], fraction: float, seed: int) -> list[SynthQuestion]:
-    groups: dict[tuple[str, int], list[int]] = {}
-    for i, q in enumerate(questions):
-        groups.setdefault((q.kind, q.hops), []).append(i)
-    validation: set[int] = set()
-    for _, idx in sorted(groups.items()):
-        idx = sorted(
-            idx, key=lambda i: (_split_key(seed, questions[i].topic_entities, questions[i].relation_path), i)
-        )
-        validation.update(idx[: round(fraction * len(idx))])
-    return [_with(q, split="validation" if i in validation else "train") for i, q in enumerate(questions)]

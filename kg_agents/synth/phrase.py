@@ -15,7 +15,9 @@ camelCase, ``_``, ``-`` and ``.`` read as spaces. A name reads as one of three s
 - ``verb``: one word ending in ``ed``, ``influenced``: "what has [X] influenced?", "what influenced [X]?".
 
 Longer paths nest noun phrases ("what is the genre of the entities directed by [X]?"); a conjunction
-asks for what both chains reach. Several forms per shape; the synthesiser draws one per question with a
+asks for what both chains reach; a constraint asks which of a chain's answers have a value along an
+attribute step, the value written as it is (``{V}``, no brackets: "which of the entities directed by [X]
+have 1994 as their release year?"). Several forms per shape; the synthesiser draws one per question with a
 seeded RNG.
 
 :func:`paraphrase_forms` asks a chat model once per relation path (not per question) to rewrite the path's
@@ -32,13 +34,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.synth.schemas import CONJUNCTION_SEPARATOR, RelationPath, Step, parse_relation_path
+from kg_agents.synth.schemas import (
+    CONJUNCTION_SEPARATOR,
+    CONSTRAINT_SEPARATOR,
+    RelationPath,
+    Step,
+    parse_relation_path,
+)
 from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
     "PARAPHRASE_PROMPT",
     "PARAPHRASE_SYSTEM",
     "PLACEHOLDERS",
+    "VALUE_PLACEHOLDER",
     "RelationWords",
     "check_form",
     "fill_form",
@@ -52,6 +61,8 @@ __all__ = [
 
 #: The placeholders of a form's topic entities, in order.
 PLACEHOLDERS = ("[X]", "[Y]")
+#: The placeholder of a constraint's value (filled in as it is, not in brackets: it is no topic entity).
+VALUE_PLACEHOLDER = "{V}"
 
 _PREPOSITIONS = frozenset(
     [
@@ -239,21 +250,63 @@ def _be(noun_phrase: str, steps: RelationPath) -> str:
 _HEADS = ("the entities", "the ones")
 
 
+def _clauses(step: Step) -> tuple[list[str], list[str]]:
+    """Relative clauses and predicates that keep the entities with the value ``{V}`` along ``step``."""
+    w = humanise(step[0])
+    p, v = w.phrase, VALUE_PLACEHOLDER
+    out = step[1] == "out"
+    if w.shape == "noun" and out:
+        be = "include" if w.plural else "is"
+        return [f"whose {p} {be} {v}", f"that have {v} as their {p}"], [f"have {v} as their {p}"]
+    if w.shape == "noun":
+        return [f"that are the {p} of {v}"], [f"are the {p} of {v}"]
+    if w.shape == "prep" and out:
+        return [f"that are {p} {v}"], [f"are {p} {v}"]
+    if w.shape == "prep":
+        return [f"that {v} is {p}"], []
+    return ([f"that {p} {v}"], [f"{p} {v}"]) if out else ([f"that {v} {p}"], [])
+
+
+def _constraint_forms(relation_path: str) -> list[str]:
+    if relation_path.count(CONSTRAINT_SEPARATOR) != 1:
+        raise ConfigError(
+            f"a constraint's relation path is a chain and a step joined by ' | ', got {relation_path!r}"
+        )
+    chain_text, step_text = relation_path.split(CONSTRAINT_SEPARATOR)
+    chain, step = parse_relation_path(chain_text), parse_relation_path(step_text)
+    if len(step) != 1:
+        raise ConfigError(f"a constraint's attribute is one step, got {step_text!r}")
+    relative, predicates = _clauses(step[0])
+    forms = []
+    for head in _HEADS:
+        for np in _chain_phrases(chain, PLACEHOLDERS[0], head):
+            forms += [f"which of {np} {pred}?" for pred in predicates]
+            forms += [f for r in relative for f in (f"what are {np} {r}?", f"name {np} {r}.")]
+    return list(dict.fromkeys(forms))
+
+
 def generic_forms(relation_path: str | RelationPath, kind: str = "chain") -> list[str]:
-    """Every generic form of a relation path (with ``[X]``, and ``[Y]`` for a conjunction), in a fixed
-    order.
+    """Every generic form of a relation path (with ``[X]``, and ``[Y]`` for a conjunction, ``{V}`` for a
+    constraint's value), in a fixed order.
 
     Args:
         relation_path: a chain's text or steps; for ``kind="conjunction"`` the text of two chains joined
-            by ``" & "``.
-        kind: ``chain`` or ``conjunction``.
+            by ``" & "``; for ``kind="constraint"`` a chain's text and an attribute step's joined by
+            ``" | "``.
+        kind: ``chain``, ``conjunction`` or ``constraint``.
 
     Example:
         >>> generic_forms("directed_by")[:2]
         ['what is [X] directed by?', '[X] is directed by which entities?']
         >>> generic_forms("~directed_by has_genre")[0]
         'what is the genre of the entities directed by [X]?'
+        >>> generic_forms("~directed_by | release_year", "constraint")[0]
+        'which of the entities directed by [X] have {V} as their release year?'
     """
+    if kind == "constraint":
+        if not isinstance(relation_path, str):
+            raise ConfigError("a constraint's relation path is a text: 'chain | step'")
+        return _constraint_forms(relation_path)
     if kind == "conjunction":
         if not isinstance(relation_path, str) or relation_path.count(CONJUNCTION_SEPARATOR) != 1:
             raise ConfigError(
@@ -268,7 +321,9 @@ def generic_forms(relation_path: str | RelationPath, kind: str = "chain") -> lis
                 forms += [f"which entities are both {a} and {b}?", f"name what is both {a} and {b}."]
         return forms
     if kind != "chain":
-        raise ConfigError(f"no generic forms for question kind {kind!r}; valid: chain, conjunction")
+        raise ConfigError(
+            f"no generic forms for question kind {kind!r}; valid: chain, conjunction, constraint"
+        )
     steps = parse_relation_path(relation_path)
     if len(steps) == 1:
         return _one_hop(steps[0], PLACEHOLDERS[0])
@@ -279,15 +334,20 @@ def generic_forms(relation_path: str | RelationPath, kind: str = "chain") -> lis
     return list(dict.fromkeys(forms))
 
 
-def fill_form(form: str, labels: Sequence[str]) -> str:
-    """``form`` with each placeholder replaced by its topic's label in brackets.
+def fill_form(form: str, labels: Sequence[str], value: str | None = None) -> str:
+    """``form`` with each placeholder replaced by its topic's label in brackets (and a constraint's
+    ``{V}`` by ``value``, as it is).
 
     Example:
         >>> fill_form("what is [X] directed by?", ["Splash"])
         'what is [Splash] directed by?'
+        >>> fill_form("name the entities directed by [X] whose release year is {V}.", ["Ann"], "1994")
+        'name the entities directed by [Ann] whose release year is 1994.'
     """
     for slot, label in zip(PLACEHOLDERS, labels, strict=False):
         form = form.replace(slot, f"[{label}]")
+    if value is not None:
+        form = form.replace(VALUE_PLACEHOLDER, value)
     return form
 
 

@@ -33,7 +33,7 @@ __all__ = [
 #: The question kinds, one vocabulary for the synthesiser, the teacher, eval reports and docs:
 #: ``chain`` (a relation path from one topic entity), ``conjunction`` (chains from several topic
 #: entities that end on the same answers), ``constraint`` (a chain's answers filtered by a literal or a
-#: type; not synthesised yet).
+#: type: the answers that have a value along an attribute step).
 QUESTION_KINDS = ("chain", "conjunction", "constraint")
 #: The splits a run writes, each to ``<split>.jsonl``.
 SPLITS = ("train", "validation")
@@ -58,7 +58,10 @@ class SynthQuestion:
         split: ``train`` or ``validation``.
         answer_labels: each answer's label, in the order of ``answers`` (the evaluation accepts the id or
             the label).
-        gold_paths: a path text from each topic to the same answer (a chain: ``[gold_path]``).
+        gold_paths: a path text from each topic to the same answer (a chain: ``[gold_path]``; a
+            constraint: the chain's path, then the answer's attribute triple as a one-hop path).
+        constraint: a constraint's ``(attribute step text, value id)`` (the step from an answer to the
+            value, ``release_year``), else empty.
     """
 
     id: str
@@ -73,9 +76,14 @@ class SynthQuestion:
     split: str
     answer_labels: tuple[str, ...] = ()
     gold_paths: tuple[str, ...] = ()
+    constraint: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The JSONL record (see the module docstring)."""
+        """The JSONL record (see the module docstring); ``constraint`` (``{"relation", "value"}``) only
+        on a constraint."""
+        extra: dict[str, Any] = {}
+        if self.constraint:
+            extra["constraint"] = {"relation": self.constraint[0], "value": self.constraint[1]}
         return {
             "id": self.id,
             "question": self.question,
@@ -89,7 +97,7 @@ class SynthQuestion:
             "answer_labels": list(self.answer_labels),
             "template": self.template,
             "split": self.split,
-        }
+        } | extra
 
     @classmethod
     def from_json(cls, rec: dict[str, Any]) -> SynthQuestion:
@@ -98,6 +106,12 @@ class SynthQuestion:
         labels = tuple(str(a) for a in rec.get("answer_labels") or ())
         if labels and len(labels) != len(answers):
             raise TypeError("answer_labels must give one label per answer")
+        constraint = rec.get("constraint")
+        if constraint is not None and not (
+            isinstance(constraint, dict)
+            and all(isinstance(constraint.get(k), str) for k in ("relation", "value"))
+        ):
+            raise TypeError("constraint must be {'relation': str, 'value': str}")
         hops = rec["hops"]
         if not isinstance(hops, int) or isinstance(hops, bool):
             raise TypeError(f"hops must be an int, got {hops!r}")
@@ -114,6 +128,7 @@ class SynthQuestion:
             split=str(rec["split"]),
             answer_labels=labels,
             gold_paths=tuple(str(p) for p in rec.get("gold_paths") or ()),
+            constraint=(constraint["relation"], constraint["value"]) if constraint else (),
         )
 
 

@@ -5,7 +5,8 @@ A *relation path* is a sequence of steps ``(relation, direction)``, ``"out"`` al
 with a space and marks a step against its triple with ``~``, as path texts do
 (``"directed_by ~starred_actors"``). A relation name that holds whitespace, ``%``, ``&`` or a leading
 ``~`` has those characters percent-encoded (``"has%20genre"``), so every text parses back to its steps. A
-conjunction's relation path joins its chains' texts with ``" & "``.
+conjunction's relation path joins its chains' texts with ``" & "``; a constraint's joins its chain's text
+and its attribute step's with ``" | "``.
 
 Executing a relation path from a topic entity gives its exact answer set: every entity at the end of a
 walk along the steps, the topic excluded (as :func:`kg_agents.kg.paths.follow_chain`). Execution is
@@ -38,6 +39,7 @@ from kg_agents.kg.base import INVERSE_PREFIX, Hop, KnowledgeGraph, Path
 
 __all__ = [
     "CONJUNCTION_SEPARATOR",
+    "CONSTRAINT_SEPARATOR",
     "DEFAULT_CAP",
     "DEFAULT_FANOUT",
     "MAX_HOPS",
@@ -74,6 +76,9 @@ DEFAULT_FANOUT = 200
 MAX_WALKS = 20_000
 #: Joins the chains of a conjunction's relation path.
 CONJUNCTION_SEPARATOR = " & "
+#: Joins a constraint's chain and its attribute step (``~directed_by | release_year``: the answers of the
+#: chain that have a value along the step). A relation name's spaces are escaped, so it never holds it.
+CONSTRAINT_SEPARATOR = " | "
 
 _ESCAPE = re.compile(r"[%&\s]")
 
@@ -114,6 +119,8 @@ def parse_relation_path(text: str | Sequence[Step]) -> RelationPath:
         return steps
     if CONJUNCTION_SEPARATOR.strip() in text:
         raise ConfigError(f"{text!r} is a conjunction; parse each of its chains (split on ' & ')")
+    if CONSTRAINT_SEPARATOR in text:
+        raise ConfigError(f"{text!r} is a constraint; parse its chain and its step (split on ' | ')")
     out: list[Step] = []
     for part in text.split():
         inverse = part.startswith(INVERSE_PREFIX)

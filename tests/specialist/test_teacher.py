@@ -352,3 +352,14 @@ def test_a_teacher_of_some_roles_walks_the_gold_trajectory_and_records_only_them
     assert not t.examples and t.counts["relation"] == 0  # but not recorded
     rank(t, "who?", ["Tom Hanks", "Ron Howard"], role="answer")
     assert [ex.role for ex in t.examples] == ["answer"]
+
+
+def test_collect_examples_skips_constraint_questions_with_a_count(kg):
+    from kg_agents.eval.datasets import Question
+
+    qid, question, topics, answers = Q1
+    chain = Question(qid, question, answers, topics, qtype="chain")
+    constraint = Question("c1", question + " in 1984", answers, topics, qtype="constraint")
+    examples, counts = collect_examples(kg, [chain, constraint], ["graph_rag"])
+    assert counts["questions"] == 1 and counts["skipped_constraint"] == 1
+    assert examples and {ex.question_id for ex in examples} == {qid}

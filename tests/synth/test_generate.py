@@ -187,7 +187,7 @@ def test_no_topic_and_path_in_both_splits(films):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"kinds": ("constraint",)}, "kinds"),
+        ({"kinds": ("question",)}, "kinds"),
         ({"kinds": ()}, "kinds"),
         ({"n": -1}, "n must"),
         ({"max_answers": 0}, "max_answers"),
@@ -219,7 +219,7 @@ _SCRIPT = (
     "import hashlib, json\n"
     "from kg_agents.kg import open_kg\n"
     "from kg_agents.synth import synthesise\n"
-    "r = synthesise(open_kg('pq-2h'), n=120, kinds=('chain', 'conjunction'), seed=7)\n"
+    "r = synthesise(open_kg('pq-2h'), n=120, kinds=('chain', 'conjunction', 'constraint'), seed=7)\n"
     "lines = [json.dumps(q.to_json(), sort_keys=True) for q in r.questions]\n"
     "print(hashlib.sha256(chr(10).join(lines).encode()).hexdigest())\n"
 )
@@ -227,9 +227,11 @@ _SCRIPT = (
 
 def test_a_seed_gives_the_same_questions_whatever_the_hash_seed():
     kg = open_kg("pq-2h")
-    a = synthesise(kg, n=120, kinds=("chain", "conjunction"), seed=7)
-    b = synthesise(kg, n=120, kinds=("chain", "conjunction"), seed=7)
-    c = synthesise(kg, n=120, kinds=("chain", "conjunction"), seed=8)
+    kinds = ("chain", "conjunction", "constraint")
+    a = synthesise(kg, n=120, kinds=kinds, seed=7)
+    b = synthesise(kg, n=120, kinds=kinds, seed=7)
+    c = synthesise(kg, n=120, kinds=kinds, seed=8)
+    assert a.stats["per_kind"] == {"chain": 40, "conjunction": 40, "constraint": 40}
     assert [q.to_json() for q in a.questions] == [q.to_json() for q in b.questions]
     assert _digest(a) != _digest(c)
     for hash_seed in ("1", "2"):
