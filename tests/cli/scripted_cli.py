@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from kg_agents.cli import commands as cli
+from kg_agents.cli import setup as cli_setup
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from tests.fakes import FakeChat
 
@@ -127,7 +128,7 @@ def _slow_down() -> None:
 
 def main() -> int:
     llm = FakeChat(rules=RULES, default="Answer: nobody")
-    cli.resolve_model = lambda spec, **options: llm  # type: ignore[assignment]
+    cli_setup.resolve_model = lambda spec, **options: llm  # type: ignore[assignment]
     _slow_down()
     if os.environ.get("SCRIPTED_CLI_BYTE_TOKENIZER"):
         from kg_agents.methods.gcr import build_tries

@@ -11,6 +11,7 @@ from kg_agents.cli import commands as cli
 from kg_agents.core import models
 from kg_agents.core.registry import get_method
 from kg_agents.methods.dualr import create_dualr_graph
+from kg_agents.options import needs_model
 from tests.fakes import FakeChat
 
 
@@ -21,7 +22,7 @@ def no_model(monkeypatch):
     def refuse(spec, **options):
         raise AssertionError(f"a chat model was resolved: {spec!r}")
 
-    monkeypatch.setattr(cli, "resolve_model", refuse)
+    monkeypatch.setattr("kg_agents.cli.setup.resolve_model", refuse)
     monkeypatch.setattr(kg_agents.llm, "resolve_chat_model", refuse)
     monkeypatch.setattr(models, "resolve_chat_model", refuse)
 
@@ -45,7 +46,7 @@ def test_ask_dualr_default_answers_with_the_model(capsys, kg_file, monkeypatch):
         resolved.append(spec)
         return llm
 
-    monkeypatch.setattr(cli, "resolve_model", resolve)
+    monkeypatch.setattr("kg_agents.cli.setup.resolve_model", resolve)
     argv = ["ask", "who directed [Splash]", "--method", "dualr", "--kg", kg_file, "--topic", "Splash"]
     assert cli.main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -54,12 +55,12 @@ def test_ask_dualr_default_answers_with_the_model(capsys, kg_file, monkeypatch):
 
 
 def test_needs_model_reads_the_factory_modules_no_llm_options():
-    assert cli.needs_model(create_dualr_graph, {}) is True
-    assert cli.needs_model(create_dualr_graph, {"answer_with": "llm"}) is True
-    assert cli.needs_model(create_dualr_graph, {"answer_with": "gnn"}) is False
-    assert cli.needs_model(get_method("graph_rag").load(), {}) is True  # no NO_LLM_OPTIONS
+    assert needs_model(create_dualr_graph, {}) is True
+    assert needs_model(create_dualr_graph, {"answer_with": "llm"}) is True
+    assert needs_model(create_dualr_graph, {"answer_with": "gnn"}) is False
+    assert needs_model(get_method("graph_rag").load(), {}) is True  # no NO_LLM_OPTIONS
 
     def no_llm_factory(kg, *, k: int = 1):
         raise AssertionError
 
-    assert cli.needs_model(no_llm_factory, {}) is False
+    assert needs_model(no_llm_factory, {}) is False

@@ -32,7 +32,7 @@ def chat(monkeypatch, resolved):
         resolved.append(spec)
         return llm
 
-    monkeypatch.setattr(cli, "resolve_model", fake_resolve)
+    monkeypatch.setattr("kg_agents.cli.setup.resolve_model", fake_resolve)
     return llm
 
 
@@ -185,7 +185,7 @@ def test_empty_question_rejected_before_any_model(capsys, monkeypatch):
     def boom(spec, **options):
         raise AssertionError("model resolved for an empty question")
 
-    monkeypatch.setattr(cli, "resolve_model", boom)
+    monkeypatch.setattr("kg_agents.cli.setup.resolve_model", boom)
     assert cli.main(["ask", "   "]) == 2
     assert "empty question" in capsys.readouterr().err
 
@@ -378,7 +378,7 @@ def test_eval_rejects_a_count_below_one_before_any_model(flag, capsys, monkeypat
     def boom(spec, **options):
         raise AssertionError("model resolved for a bad eval option")
 
-    monkeypatch.setattr(cli, "resolve_model", boom)
+    monkeypatch.setattr("kg_agents.cli.setup.resolve_model", boom)
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\n")
     args = [

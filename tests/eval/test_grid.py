@@ -100,7 +100,7 @@ def test_grid_files_in_toml_and_yaml(tmp_path):
 @pytest.fixture
 def chat(monkeypatch):
     llm = FakeChat(rules={"": "Answer: nobody"})
-    monkeypatch.setattr(cli, "resolve_model", lambda spec, **options: llm)
+    monkeypatch.setattr("kg_agents.cli.setup.resolve_model", lambda spec, **options: llm)
     return llm
 
 

@@ -59,7 +59,8 @@ def test_register_list_unregister(tmp_path, capsys):
 
 def test_eval_records_the_pack_in_run_json(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(
-        cli, "resolve_model", lambda spec, **kw: FakeChat(rules={"[Splash]": "Answer: Ron Howard"})
+        "kg_agents.cli.setup.resolve_model",
+        lambda spec, **kw: FakeChat(rules={"[Splash]": "Answer: Ron Howard"}),
     )
     kb = tmp_path / "kb.tsv"
     kb.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
