@@ -32,7 +32,6 @@ import itertools
 import os
 import platform
 import re
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -281,20 +280,8 @@ def hardware() -> str:
 
 def source_commit() -> dict[str, Any] | None:
     """The git commit of the source tree kg_agents is imported from, and whether it has uncommitted
-    changes; None outside a git checkout (never raises)."""
-    root = Path(__file__).resolve().parents[2]
+    changes (:func:`kg_agents.eval.provenance.source_commit`); None outside a git checkout (never raises)."""
+    from kg_agents.eval.provenance import source_commit as commit_and_dirty
 
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    sha = git("rev-parse", "HEAD")
-    if not sha:
-        return None
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": sha, "dirty": bool(status)}
+    sha, dirty = commit_and_dirty()
+    return None if sha is None else {"commit": sha, "dirty": bool(dirty)}
