@@ -232,9 +232,10 @@ def test_prompts_override_by_name(kg, checkpoint):
 def test_run_context_keeps_the_factory_values_it_does_not_set(kg, checkpoint):
     g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn", num_candidates=5)
     q = {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]}
-    out = g.invoke(q, context={"answer_ratio": 0.0})  # num_candidates stays the factory's 5
+    # num_candidates stays the factory's 5 (each answer alone: not its chain's whole set)
+    out = g.invoke(q, context={"answer_ratio": 0.0, "whole_set": False})
     assert len(out["answers"]) == 5
-    out = g.invoke(q, context=DualRContext(num_candidates=2, answer_ratio=0.0))
+    out = g.invoke(q, context=DualRContext(num_candidates=2, answer_ratio=0.0, whole_set=False))
     assert len(out["answers"]) == 2
 
 
