@@ -228,7 +228,7 @@ def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | N
                 top_k=ctx.top_k,
                 layers=ctx.layers,
             )
-            top = ex.top_candidates(0, max(ctx.num_candidates, ctx.max_answers if ctx.whole_set else 0))
+            top = ex.top_candidates(0, max(ctx.num_candidates, ctx.max_answers))
             pool = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
             cands = pool[: ctx.num_candidates]
             explored = ex.kept_edges(0)
@@ -269,14 +269,18 @@ def _topic_chains(
 
 @metered
 @guarded("backtrack")
-def backtrack_chains(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
+def backtrack_chains(
+    deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None
+) -> dict[str, Any]:
     """Algorithm 2: each candidate's reasoning chain, kept only when every hop is a KG triple; the
     candidates without one are dropped (traced as ``no_chain``).
 
     With several topic entities (a conjunction), each candidate's chain is backtracked from every topic
     entity: the candidates reached from all of them, each with a verified chain from each, are the
-    options (``topic_chains``); when none is, the question falls back to the candidates' own chains
-    (traced as ``conjunction_met: false``)."""
+    options (``topic_chains``): the ``num_candidates`` most probable of the ``max_answers`` most
+    probable candidates; when none is, the question falls back to the candidates' own chains (traced as
+    ``conjunction_met: false``)."""
+    ctx = run_context(runtime, deps.defaults)
     explored = state.get("explored") or []
     topics = [t for t in dict.fromkeys(state.get("topic_entities") or []) if deps.kg.has_entity(t)]
     every_cand = {c["entity"]: c for c in [*(state.get("candidates") or []), *(state.get("pool") or [])]}
@@ -296,11 +300,11 @@ def backtrack_chains(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any
         every = _topic_chains(
             deps, explored, list({c["entity"]: c for c in [*cands, *pool]}.values()), topics
         )
-        info["conjunction_met"] = any(c["entity"] in every for c in cands)
+        info["conjunction_met"] = any(c["entity"] in every for c in pool)
         info["not_every_topic"] = [c["entity"] for c in cands if c["entity"] not in every]
         if info["conjunction_met"]:
-            cands = [c for c in cands if c["entity"] in every]
             pool = [c for c in pool if c["entity"] in every]
+            cands = pool[: ctx.num_candidates]
         else:
             every = {}
     trace = [info, *checked["trace"]]

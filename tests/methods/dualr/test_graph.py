@@ -69,7 +69,7 @@ def test_gnn_only_answers_without_llm(kg, checkpoint, no_model):
 
 def test_llm_chooses_a_labelled_option_one_call(kg, checkpoint):
     llm = FakeChat(replies=["Based on the facts, the correct answer is B."])
-    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, num_candidates=3)
+    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, whole_set=False, num_candidates=3)
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["usage"]["llm_calls"] == 1
     decided = next(t for t in out["trace"] if t["node"] == "determine_answer")
@@ -112,7 +112,7 @@ def test_ranked_answer_follows_the_option_logprobs(kg, checkpoint):
         return [float(i) for i in range(len(options))]
 
     llm = FakeChat(logprobs=scores)
-    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint).invoke(
+    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, whole_set=False).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     )
     step = next(t for t in out["trace"] if t["node"] == "determine_answer")

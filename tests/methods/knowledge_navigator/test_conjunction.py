@@ -1,0 +1,86 @@
+"""KnowledgeNavigator with several topic entities (one walk from each, answers where they meet) and the
+whole answer set of a chain question, with the scripted chat model."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_agents.kg import MemoryKG
+from kg_agents.kg.base import verify_path
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
+from tests.fakes import FakeChat, FakeHops
+from tests.kg.hop_by_hop import HopByHopKG
+
+KG = MemoryKG(CONTRACT_TRIPLES)
+BOTH = "which films starring [Tom Hanks] did [Robert Zemeckis] direct"
+
+
+def _in_order(text: str, options: list[str]) -> list[float]:
+    """Options scored in the order offered (the first is the likeliest)."""
+    return [float(-i) for i in range(len(options))]
+
+
+def _graph(kg=KG, **options):
+    llm = FakeChat(logprobs=_in_order)
+    return llm, create_knowledge_navigator_graph(kg, llm=llm, num_variants=0, calibrate=False, **options)
+
+
+@pytest.mark.parametrize("kg", [KG, HopByHopKG(KG)], ids=["chain queries", "hop by hop"])
+def test_two_topics_are_walked_each_and_answered_where_they_meet(kg):
+    llm, g = _graph(kg, hop_classifier=FakeHops(2))
+    out = g.invoke({"question": BOTH, "topic_entities": ["Tom Hanks", "Robert Zemeckis"]})
+    assert out["errors"] == []
+    assert sorted(out["answers"]) == ["Cast Away", "Forrest Gump"]
+    # one path per topic entity for each answer, each verified
+    assert sorted(p.to_text() for p in out["paths"]) == sorted(
+        f"{t} -> {r} -> {a}"
+        for a in ("Cast Away", "Forrest Gump")
+        for t, r in (("Tom Hanks", "~starred_actors"), ("Robert Zemeckis", "~directed_by"))
+    )
+    assert all(verify_path(KG, p) for p in out["paths"])
+    # each walk's chains (1 to the predicted 2 hops) ranked against the whole question
+    chains = [t for t in out["trace"] if t["node"] == "select_chains"]
+    assert [c["topic"] for c in chains] == ["Tom Hanks", "Robert Zemeckis"]
+    assert all(c["hops"] == [1, 2] and c["asked_llm"] for c in chains)
+    assert all(BOTH in p for p in llm.prompts if "Relation chain:" in p)
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    assert walk["met"] is True and walk["walks"] == {
+        "Tom Hanks": [["~starred_actors"]],
+        "Robert Zemeckis": [["~directed_by"]],
+    }
+    assert not [t for t in out["trace"] if t["node"] == "select_relations"]
+
+
+def test_walks_that_do_not_meet_fall_back_to_the_first_topics_walk():
+    _, g = _graph()
+    out = g.invoke(
+        {"question": "which films of [Tom Hanks] are in [French]", "topic_entities": ["Tom Hanks", "French"]},
+        context={"hops": 1},
+    )
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    assert walk["met"] is False
+    assert sorted(out["answers"]) == ["Big", "Cast Away", "Forrest Gump", "Splash"]
+    assert all(p.start == "Tom Hanks" and verify_path(KG, p) for p in out["paths"]) and len(out["paths"]) == 4
+
+
+def test_a_chain_question_answers_its_whole_set_best_first():
+    q = {"question": "what films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]}
+    _, g = _graph()
+    out = g.invoke(q, context={"hops": 1})
+    films = ["Splash", "Big", "Cast Away", "Forrest Gump"]
+    assert sorted(out["answers"]) == sorted(films) and len(out["paths"]) == 4
+    ranked = next(t for t in out["trace"] if t["node"] == "reason")
+    assert out["answers"][0] == ranked["top"][0][0]  # the best first
+    # the cut, and the previous answers (the best and those within answer_ratio of it)
+    assert len(g.invoke(q, context={"hops": 1, "max_answers": 2})["answers"]) == 2
+    assert g.invoke(q, context={"hops": 1, "whole_set": False})["answers"] == [out["answers"][0]]
+
+
+def test_conjunction_off_walks_from_all_topics_together():
+    _, g = _graph(conjunction=False)
+    out = g.invoke(
+        {"question": BOTH, "topic_entities": ["Tom Hanks", "Robert Zemeckis"]}, context={"hops": 1}
+    )
+    assert not [t for t in out["trace"] if t["node"] == "walk_topics"]
+    assert [t for t in out["trace"] if t["node"] == "select_relations"]
