@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kg_agents.kg import verify_path
 from kg_agents.methods.dualr.graph import create_dualr_graph
 from tests.fakes import FakeChat
@@ -56,3 +58,18 @@ def test_a_chain_question_answers_its_whole_set_best_first(kg, checkpoint):  # n
     cut = g.invoke(q, context={"set_ratio": 0.01, "max_answers": 2})
     assert len(cut["answers"]) == 2 and set(cut["answers"]) <= set(whole["answers"])
     assert next(t for t in cut["trace"] if t["node"] == "determine_answer")["whole_set"]["cut"] is True
+
+
+@pytest.mark.integration
+def test_local_model_and_bundled_explorer_answer_a_conjunction_on_a_small_kg(kg):  # noqa: F811
+    """The embedded chat model and the bundled MetaQA explorer (the small KG has MetaQA's relations):
+    every answer of a two-topic question has a verified chain from each topic entity."""
+    from kg_agents.llm import resolve_chat_model
+
+    g = create_dualr_graph(kg, llm=resolve_chat_model("local", max_tokens=24), pack="none")
+    out = g.invoke(BOTH)
+    assert out["usage"]["llm_calls"] == 1 and _backtrack(out)["conjunction_met"] is True
+    assert out["answers"] and set(out["answers"]) <= {"Cast Away", "Forrest Gump"}
+    for a in out["answers"]:
+        assert sorted(p.start for p in out["paths"] if p.end == a) == ["Robert Zemeckis", "Tom Hanks"]
+    assert all(verify_path(kg, p) for p in out["paths"])

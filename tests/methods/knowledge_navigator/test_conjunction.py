@@ -84,3 +84,28 @@ def test_conjunction_off_walks_from_all_topics_together():
     )
     assert not [t for t in out["trace"] if t["node"] == "walk_topics"]
     assert [t for t in out["trace"] if t["node"] == "select_relations"]
+
+
+@pytest.mark.integration
+def test_local_model_walks_each_topic_of_a_conjunction_on_a_small_kg():
+    """The embedded chat model (zero-shot) ranks each topic's chains: whatever it chooses, the answers
+    are where the walks meet (or, when they do not, the first topic's walk), each path verified."""
+    from kg_agents.llm import resolve_chat_model
+
+    g = create_knowledge_navigator_graph(KG, llm=resolve_chat_model("local"), adapter="none", pack="none")
+    out = g.invoke(
+        {"question": BOTH, "topic_entities": ["Tom Hanks", "Robert Zemeckis"]},
+        context={"hops": 1, "num_variants": 0},
+    )
+    assert out["errors"] == []
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    assert set(walk["walks"]) <= {"Tom Hanks", "Robert Zemeckis"}
+    assert all(verify_path(KG, p) for p in out["paths"]) and out["answers"]
+    if walk["met"]:
+        for a in out["answers"]:
+            assert sorted(p.start for p in out["paths"] if KG.label(p.end) == a) == [
+                "Robert Zemeckis",
+                "Tom Hanks",
+            ]
+    else:
+        assert all(p.start == "Tom Hanks" for p in out["paths"])
