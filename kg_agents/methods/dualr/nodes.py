@@ -23,6 +23,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.conjunction import answer_set, path_relations
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import rank
 from kg_agents.core.metering import invoke_llm, metered
@@ -278,7 +279,8 @@ def backtrack_chains(
     With several topic entities (a conjunction), each candidate's chain is backtracked from every topic
     entity: the candidates reached from all of them, each with a verified chain from each, are the
     options (``topic_chains``): the ``num_candidates`` most probable of the ``max_answers`` most
-    probable candidates; when none is, the question falls back to the candidates' own chains (traced as
+    probable candidates, those whose chains are shortest together first, then by probability; when none
+    is, the question falls back to the candidates' own chains (traced as
     ``conjunction_met: false``)."""
     ctx = run_context(runtime, deps.defaults)
     explored = state.get("explored") or []
@@ -303,7 +305,13 @@ def backtrack_chains(
         info["conjunction_met"] = any(c["entity"] in every for c in pool)
         info["not_every_topic"] = [c["entity"] for c in cands if c["entity"] not in every]
         if info["conjunction_met"]:
-            pool = [c for c in pool if c["entity"] in every]
+            # where the topics' chains meet soonest first (the explorer learnt chains from one topic
+            # entity: a far meeting through tags or years is rarely what a conjunction asks), then by
+            # probability
+            pool = sorted(
+                (c for c in pool if c["entity"] in every),
+                key=lambda c: (sum(len(Path.from_text(t)) for t in every[c["entity"]]), -c["probability"]),
+            )
             cands = pool[: ctx.num_candidates]
         else:
             every = {}
@@ -356,6 +364,8 @@ def determine_answer(
     if deps.answer_with == "gnn":
         best = cands[0]["probability"]
         chosen = [c["entity"] for c in cands if c["probability"] >= ctx.answer_ratio * best]
+        if state.get("topic_chains"):  # a conjunction: the soonest meeting (its whole set follows)
+            chosen = chosen[:1]
         answers = [deps.kg.label(e) for e in chosen]
         trace["mode"] = "gnn_only"
     else:
@@ -405,18 +415,34 @@ def determine_answer(
 def whole_answer_set(
     deps: DualRDeps, ctx: Any, state: Mapping[str, Any], chosen: list[str], trace: dict[str, Any]
 ) -> tuple[list[str], list[Path]]:
-    """The whole answer set: the chosen answers, then every other explored candidate (of the
-    ``max_answers`` most probable) whose probability is at least ``set_ratio`` times the best
-    candidate's, by probability, each with its verified chain (for a conjunction, one from each topic
-    entity); at most ``max_answers``. Returns ``(answer labels, their paths)``; the set's size and
-    cut go in ``trace["whole_set"]``."""
+    """The whole answer set, at most ``max_answers``, the chosen answers first.
+
+    One topic entity: then every other explored candidate (of the ``max_answers`` most probable) whose
+    probability is at least ``set_ratio`` times the best candidate's, by probability, each with its
+    verified chain. A conjunction (chains from every topic entity): every entity where the walks along
+    the chosen answers' chains meet (:func:`~kg_agents.core.conjunction.answer_set`; each topic entity
+    walks the relation paths of its own chains), each with one verified path from each topic entity.
+    Returns ``(answer labels, their paths)``; the set's size and cut go in ``trace["whole_set"]``."""
     chains = state.get("chains") or {}
     every = state.get("topic_chains") or {}
     pool = state.get("pool") or []
-    best = max((c["probability"] for c in pool), default=0.0)
-    more = [c["entity"] for c in pool if c["probability"] >= ctx.set_ratio * best and c["probability"] > 0]
-    answers = [e for e in dict.fromkeys([*chosen, *more]) if e in every or (not every and e in chains)]
+    if every:
+        walks: dict[str, list[list[str]]] = {}
+        for e in chosen:
+            for text in every[e]:
+                path = Path.from_text(text)
+                walks.setdefault(str(path.start), []).append(path_relations(path))
+        order = [*chosen, *(c["entity"] for c in pool)]
+        got = answer_set(deps.kg, walks, limit=deps.explorer.fanout_limit, first=order)
+        support = {e: [Path.from_text(t) for t in every[e]] for e in chosen} | got.support
+        answers = list(dict.fromkeys([*chosen, *got.answers]))
+    else:
+        best = max((c["probability"] for c in pool), default=0.0)
+        more = [
+            c["entity"] for c in pool if c["probability"] >= ctx.set_ratio * best and c["probability"] > 0
+        ]
+        answers = [e for e in dict.fromkeys([*chosen, *more]) if e in chains]
+        support = {e: [Path.from_text(chains[e])] for e in answers}
     kept = answers[: ctx.max_answers]
     trace["whole_set"] = {"answers": len(answers), "cut": len(answers) > len(kept)}
-    paths = [Path.from_text(t) for e in kept for t in every.get(e) or [chains[e]]]
-    return [deps.kg.label(e) for e in kept], paths
+    return [deps.kg.label(e) for e in kept], [p for e in kept for p in support[e]]

@@ -109,3 +109,26 @@ def test_local_model_walks_each_topic_of_a_conjunction_on_a_small_kg():
             ]
     else:
         assert all(p.start == "Tom Hanks" for p in out["paths"])
+
+
+def test_when_the_best_chains_do_not_meet_the_next_combinations_are_tried():
+    prefer = {
+        "Tom Hanks": ["reverse of starred actors, then directed by", "reverse of starred actors"],
+        "Babaloo Mandel": ["reverse of written by", "reverse of written by, then release year"],
+    }
+
+    def scores(text: str, options: list[str]) -> list[float]:
+        if "Relation chain:" not in text:
+            return _in_order(text, options)
+        best = next(v for k, v in prefer.items() if f"Entity: {k}" in text)
+        return [-float(best.index(o)) if o in best else -9.0 for o in options]
+
+    llm = FakeChat(logprobs=scores)
+    g = create_knowledge_navigator_graph(KG, llm=llm, num_variants=0, calibrate=False)
+    q = "which films starring [Tom Hanks] were written by [Babaloo Mandel]"
+    out = g.invoke({"question": q, "topic_entities": ["Tom Hanks", "Babaloo Mandel"]}, context={"hops": 2})
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    # directors and films, then directors and years do not meet; films and films do, at the third try
+    assert walk["met"] is True and walk["tries"] == 3
+    assert walk["walks"] == {"Tom Hanks": [["~starred_actors"]], "Babaloo Mandel": [["~written_by"]]}
+    assert out["answers"] == ["Splash"] and len(out["paths"]) == 2
