@@ -579,7 +579,7 @@ def answer(
     parsed = parse_answers(state.get("raw_answer") or "")
     parents = state.get("parents") or {}
     topics = set(state.get("topic_entities") or [])
-    support = state.get("conjunction") or {} if state.get("conjunction_route") else {}
+    support = (state.get("conjunction") or {}) if state.get("conjunction_route") else {}
     labels = {e: deps.kg.label(e) for e in (support or parents)}
     by_label: dict[str, list[str]] = {}
     for e, lab in labels.items():
