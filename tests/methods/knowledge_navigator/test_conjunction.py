@@ -132,3 +132,10 @@ def test_when_the_best_chains_do_not_meet_the_next_combinations_are_tried():
     assert walk["met"] is True and walk["tries"] == 3
     assert walk["walks"] == {"Tom Hanks": [["~starred_actors"]], "Babaloo Mandel": [["~written_by"]]}
     assert out["answers"] == ["Splash"] and len(out["paths"]) == 2
+
+
+def test_every_bracketed_mention_is_linked_and_walked():
+    _, g = _graph()
+    out = g.invoke({"question": BOTH}, context={"hops": 1})
+    assert out["errors"] == [] and sorted(out["answers"]) == ["Cast Away", "Forrest Gump"]
+    assert len(out["paths"]) == 4
