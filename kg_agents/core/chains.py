@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kg_agents.errors import ConfigError
-from kg_agents.kg.base import INVERSE_PREFIX, Path
+from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, has_chain_queries, parse_relation_path
 from kg_agents.kg.text import relation_words
 
 __all__ = [
@@ -156,11 +156,13 @@ class ChainWalk:
 
 
 def walk_chain(kg: Any, starts: Sequence[str], relation_path: Sequence[str], *, limit: int) -> ChainWalk:
-    """The ends of ``relation_path`` from each of ``starts`` and one walk to each, on a store with
+    """The ends of ``relation_path`` from each of ``starts`` and one walk to each. On a store with
     :class:`~kg_agents.kg.base.ChainQueries` (:func:`~kg_agents.kg.base.has_chain_queries`): two
     queries per start (its ends, at most ``limit``, then their walks), the engine joining the hops,
-    instead of reading each hop's neighbourhood. The walks are the store's; a method verifies the ones
-    it returns, as every path.
+    instead of reading each hop's neighbourhood. On a store without them, hop by hop: one
+    ``neighbors_many`` per hop (``limit`` neighbours read per entity and hop), the first walk to reach an
+    entity kept, never through the start again; a start with more than ``limit`` ends keeps the first
+    ``limit``. The walks are the store's; a method verifies the ones it returns, as every path.
 
     Example:
         >>> from kg_agents.kg.memory import MemoryKG
@@ -172,7 +174,15 @@ def walk_chain(kg: Any, starts: Sequence[str], relation_path: Sequence[str], *, 
     """
     out = ChainWalk()
     path = list(relation_path)
+    engine = has_chain_queries(kg)
     for s in dict.fromkeys(starts):
+        if not engine:
+            walks, cut = _walk_hop_by_hop(kg, s, path, limit)
+            if cut:
+                out.truncated.append(f"{s} {'/'.join(path)}")
+            out.ends += len(walks)
+            out.paths.extend(walks)
+            continue
         ends, cut = kg.chain_ends(s, path, limit=limit)
         if cut:
             out.truncated.append(f"{s} {'/'.join(path)}")
@@ -182,6 +192,29 @@ def walk_chain(kg: Any, starts: Sequence[str], relation_path: Sequence[str], *, 
         walks = kg.chain_witnesses(s, path, ends)
         out.paths.extend(walks[e] for e in ends if e in walks)
     return out
+
+
+def _walk_hop_by_hop(kg: Any, start: str, path: Sequence[str], limit: int) -> tuple[list[Path], bool]:
+    """:func:`walk_chain` for one start on a store without chain queries: its walks and whether they
+    were cut (a hop's neighbour list, or the ends, beyond ``limit``)."""
+    walks: dict[str, Path] = {start: Path(())}
+    cut = False
+    for rel, inverse in parse_relation_path(path):
+        d = "in" if inverse else "out"
+        got = kg.neighbors_many(list(walks), rel, d, limit=limit)
+        nxt: dict[str, Path] = {}
+        for e, walk in walks.items():
+            tl = got.get(e, ())
+            cut = cut or bool(getattr(tl, "truncated", False))
+            for t in tl:
+                o = t.other(e)
+                if o != start and o not in nxt:
+                    nxt[o] = walk.extend(Hop(e, rel, o, inverse))
+        walks = nxt
+        if not walks:
+            return [], cut
+    ends = list(walks.values())
+    return ends[:limit], cut or len(ends) > limit
 
 
 def relation_path(chain: Chain) -> list[str]:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from kg_agents.core.decide import Decide, check_decide
+from kg_agents.core.decide import Decide, check_decide, check_ratio
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.models import check_adapter, default_llm
 from kg_agents.core.nodes import make_link_entities_node
@@ -84,6 +84,11 @@ class DualRContext:
             this fraction of the best one is an answer (1.0: only the best).
         decide: with ``answer_with="llm"``: ``"rank"`` (the model ranks the reference answers) or
             ``"generate"`` (it writes its choice).
+        whole_set: after the chosen answers, every explored candidate with at least ``set_ratio`` of
+            the best candidate's probability and a verified chain (from every topic entity, for a
+            conjunction), by probability; False: only the chosen answers (the paper).
+        set_ratio: the share of the best candidate's probability a whole set's member needs.
+        max_answers: the most answers of a whole set (the cut is traced).
     """
 
     num_candidates: int | None = None
@@ -91,6 +96,9 @@ class DualRContext:
     layers: int | None = None
     answer_ratio: float | None = None
     decide: Decide | None = None
+    whole_set: bool | None = None
+    set_ratio: float | None = None
+    max_answers: int | None = None
 
 
 class DualRState(ReasoningState, total=False):
@@ -98,8 +106,10 @@ class DualRState(ReasoningState, total=False):
 
     question_encoding: list[float]
     candidates: list[dict[str, Any]]
+    pool: list[dict[str, Any]]
     explored: list[list[tuple[str, str | None, bool, str, float]]]
     chains: dict[str, str]
+    topic_chains: dict[str, list[str]]
     options: str
 
 
@@ -122,6 +132,9 @@ def create_dualr_graph(
     prompt: PromptLike | None = None,
     checkpointer: Any = None,
     decide: Decide = "rank",
+    whole_set: bool = True,
+    set_ratio: float = 0.2,
+    max_answers: int = 100,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """DualR: GNN exploration, reasoning chains and one LLM call for the answer (or none).
 
@@ -159,6 +172,12 @@ def create_dualr_graph(
         decide: with ``answer_with="llm"``: ``"rank"`` (default): the model ranks the reference answers
             (``Answer: A. <name>``, ...) by log-probability and the option probabilities go in the
             trace; ``"generate"``: it writes its choice, which is kept only when it names a candidate.
+        whole_set: the whole answer set: the chosen answers first, then every other explored candidate
+            (of the ``max_answers`` most probable) with at least ``set_ratio`` of the best candidate's
+            probability and a verified chain (one from each topic entity, for a conjunction), by
+            probability; False: the chosen answers only (the paper).
+        set_ratio: see ``whole_set`` (0.2: the F1 of the GNN's sets on MetaQA, docs/methods/dualr.md).
+        max_answers: the cut of a whole answer set (traced in ``determine_answer``'s ``whole_set``).
 
     Raises:
         ConfigError: a bad option or a missing checkpoint (at creation, not during a run).
@@ -168,6 +187,10 @@ def create_dualr_graph(
     check_decide(decide)
     if num_candidates < 1 or num_candidates > len(LABELS):
         raise ConfigError(f"num_candidates must be in 1..{len(LABELS)}, got {num_candidates}")
+    if not isinstance(whole_set, bool):
+        raise ConfigError(f"whole_set must be True or False, got {whole_set!r}")
+    if isinstance(max_answers, bool) or not isinstance(max_answers, int) or max_answers < 1:
+        raise ConfigError(f"max_answers must be a positive integer, got {max_answers!r}")
     check_adapter(adapter)
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
     chosen = resolve_pack(kg, pack)
@@ -186,6 +209,9 @@ def create_dualr_graph(
             layers=layers,
             answer_ratio=answer_ratio,
             decide=decide,
+            whole_set=whole_set,
+            set_ratio=check_ratio(set_ratio, "set_ratio"),
+            max_answers=max_answers,
         ),
         answer_with=answer_with,
         llm=default_llm(llm, kg=kg, adapter=adapter, method="dualr", pack=chosen)

@@ -23,13 +23,14 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.conjunction import answer_set, path_relations
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import rank
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.kg.base import KnowledgeGraph, Path
+from kg_agents.kg.base import KnowledgeGraph, Path, verify_paths
 from kg_agents.kg.encoder import Encoder
 from kg_agents.kg.text import bracket_mentions
 from kg_agents.methods.dualr.gnn.encoding import encoder_dim, get_text_encoder
@@ -47,6 +48,7 @@ __all__ = [
     "explore",
     "format_option",
     "parse_choice",
+    "whole_answer_set",
 ]
 
 #: Labels of the reference answers in the multiple-choice prompt (so at most 26 candidates).
@@ -227,8 +229,9 @@ def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | N
                 top_k=ctx.top_k,
                 layers=ctx.layers,
             )
-            top = ex.top_candidates(0, ctx.num_candidates)
-            cands = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
+            top = ex.top_candidates(0, max(ctx.num_candidates, ctx.max_answers))
+            pool = [{"entity": graph.id2ent[e], "probability": p} for e, p in top]
+            cands = pool[: ctx.num_candidates]
             explored = ex.kept_edges(0)
             truncated = graph.truncated - before_trunc
     except KGAgentsError as exc:
@@ -240,7 +243,7 @@ def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | N
         "after_pruning": [int(c[0]) for c in ex.after_pruning],
         "fanout_truncated": truncated,
     }
-    update: dict[str, Any] = {"candidates": cands, "explored": explored, "trace": [trace]}
+    update: dict[str, Any] = {"candidates": cands, "pool": pool, "explored": explored, "trace": [trace]}
     if not cands:
         update.update(
             answers=[],
@@ -252,25 +255,73 @@ def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | N
     return update
 
 
+def _topic_chains(
+    deps: DualRDeps, explored: list[Any], cands: list[dict[str, Any]], topics: list[str]
+) -> dict[str, list[str]]:
+    """Each candidate reached from every topic entity, with one verified chain from each (in the
+    topics' order); a candidate missing one is left out."""
+    out: dict[str, list[str]] = {}
+    for c in cands:
+        paths = [backtrack(explored, c["entity"], t) for t in topics]
+        if all(len(p) for p in paths) and verify_paths(deps.kg, paths)[1] == 0:
+            out[c["entity"]] = [p.to_text() for p in paths]
+    return out
+
+
 @metered
 @guarded("backtrack")
-def backtrack_chains(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
+def backtrack_chains(
+    deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None
+) -> dict[str, Any]:
     """Algorithm 2: each candidate's reasoning chain, kept only when every hop is a KG triple; the
-    candidates without one are dropped (traced as ``no_chain``)."""
+    candidates without one are dropped (traced as ``no_chain``).
+
+    With several topic entities (a conjunction), each candidate's chain is backtracked from every topic
+    entity: the candidates reached from all of them, each with a verified chain from each, are the
+    options (``topic_chains``): the ``num_candidates`` most probable of the ``max_answers`` most
+    probable candidates, those whose chains are shortest together first, then by probability; when none
+    is, the question falls back to the candidates' own chains (traced as
+    ``conjunction_met: false``)."""
+    ctx = run_context(runtime, deps.defaults)
     explored = state.get("explored") or []
-    chains = {c["entity"]: backtrack(explored, c["entity"]) for c in state.get("candidates") or []}
+    topics = [t for t in dict.fromkeys(state.get("topic_entities") or []) if deps.kg.has_entity(t)]
+    every_cand = {c["entity"]: c for c in [*(state.get("candidates") or []), *(state.get("pool") or [])]}
+    chains = {e: backtrack(explored, e) for e in every_cand}
     checked = verified_paths_update(deps.kg, [p for p in chains.values() if len(p)], node="backtrack")
     ok = {p.to_text() for p in checked["paths"]}
     kept = {e: p.to_text() for e, p in chains.items() if len(p) and p.to_text() in ok}
     # a candidate without a verified chain (a topic entity reached back, a chain that failed to verify)
     # cannot be a grounded answer: it leaves the options
     cands = [c for c in state.get("candidates") or [] if c["entity"] in kept]
+    pool = [c for c in state.get("pool") or [] if c["entity"] in kept]
     dropped = [c["entity"] for c in state.get("candidates") or [] if c["entity"] not in kept]
-    trace = [{"node": "backtrack", "chains": kept, "no_chain": dropped}, *checked["trace"]]
+    info: dict[str, Any] = {"node": "backtrack", "chains": {c["entity"]: kept[c["entity"]] for c in cands}}
+    info["no_chain"] = dropped
+    every: dict[str, list[str]] = {}
+    if len(topics) > 1:
+        every = _topic_chains(
+            deps, explored, list({c["entity"]: c for c in [*cands, *pool]}.values()), topics
+        )
+        info["conjunction_met"] = any(c["entity"] in every for c in pool)
+        info["not_every_topic"] = [c["entity"] for c in cands if c["entity"] not in every]
+        if info["conjunction_met"]:
+            # where the topics' chains meet soonest first (the explorer learnt chains from one topic
+            # entity: a far meeting through tags or years is rarely what a conjunction asks), then by
+            # probability
+            pool = sorted(
+                (c for c in pool if c["entity"] in every),
+                key=lambda c: (sum(len(Path.from_text(t)) for t in every[c["entity"]]), -c["probability"]),
+            )
+            cands = pool[: ctx.num_candidates]
+        else:
+            every = {}
+    trace = [info, *checked["trace"]]
     update: dict[str, Any] = {
         "chains": kept,
+        "topic_chains": every,
         "candidates": cands,
-        "evidence": sorted(set(kept.values())),
+        "pool": pool,
+        "evidence": sorted({t for c in cands for t in every.get(c["entity"]) or [kept[c["entity"]]]}),
         "trace": trace,
     }
     if not cands:
@@ -287,14 +338,15 @@ def backtrack_chains(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any
 def build_prompt(deps: DualRDeps, state: Mapping[str, Any]) -> dict[str, Any]:
     """The knowledge-enhanced options: each candidate's label, probability and chain facts."""
     chains = state.get("chains") or {}
+    every = state.get("topic_chains") or {}
     lines = []
     for label, c in zip(LABELS, state.get("candidates") or [], strict=False):
-        facts = []
-        if c["entity"] in chains:
-            facts = [
-                (deps.kg.label(t.head), t.relation, deps.kg.label(t.tail))
-                for t in Path.from_text(chains[c["entity"]]).triples
-            ]
+        texts = every.get(c["entity"]) or ([chains[c["entity"]]] if c["entity"] in chains else [])
+        facts = [
+            (deps.kg.label(t.head), t.relation, deps.kg.label(t.tail))
+            for text in texts
+            for t in Path.from_text(text).triples
+        ]
         lines.append(format_option(label, deps.kg.label(c["entity"]), c["probability"], facts))
     return {"options": kg_block(lines)}
 
@@ -312,6 +364,8 @@ def determine_answer(
     if deps.answer_with == "gnn":
         best = cands[0]["probability"]
         chosen = [c["entity"] for c in cands if c["probability"] >= ctx.answer_ratio * best]
+        if state.get("topic_chains"):  # a conjunction: the soonest meeting (its whole set follows)
+            chosen = chosen[:1]
         answers = [deps.kg.label(e) for e in chosen]
         trace["mode"] = "gnn_only"
     else:
@@ -346,9 +400,49 @@ def determine_answer(
         chosen = [cands[idx]["entity"]] if idx is not None else []
         answers = [names[idx]] if idx is not None else []
         trace["choice"] = None if idx is None else LABELS[idx]
-    update = verified_paths_update(deps.kg, [Path.from_text(chains[e]) for e in chosen if e in chains])
+    every = state.get("topic_chains") or {}
+    own = [Path.from_text(t) for e in chosen if e in chains for t in every.get(e) or [chains[e]]]
+    if chosen and ctx.whole_set:
+        answers, own = whole_answer_set(deps, ctx, state, chosen, trace)
+    update = verified_paths_update(deps.kg, own)
     update["answers"] = answers
     update["trace"] = [trace, *update["trace"]]
     if not answers:
         update["errors"] = no_answer_error("determine_answer", trace.get("raw", ""))
     return update
+
+
+def whole_answer_set(
+    deps: DualRDeps, ctx: Any, state: Mapping[str, Any], chosen: list[str], trace: dict[str, Any]
+) -> tuple[list[str], list[Path]]:
+    """The whole answer set, at most ``max_answers``, the chosen answers first.
+
+    One topic entity: then every other explored candidate (of the ``max_answers`` most probable) whose
+    probability is at least ``set_ratio`` times the best candidate's, by probability, each with its
+    verified chain. A conjunction (chains from every topic entity): every entity where the walks along
+    the chosen answers' chains meet (:func:`~kg_agents.core.conjunction.answer_set`; each topic entity
+    walks the relation paths of its own chains), each with one verified path from each topic entity.
+    Returns ``(answer labels, their paths)``; the set's size and cut go in ``trace["whole_set"]``."""
+    chains = state.get("chains") or {}
+    every = state.get("topic_chains") or {}
+    pool = state.get("pool") or []
+    if every:
+        walks: dict[str, list[list[str]]] = {}
+        for e in chosen:
+            for text in every[e]:
+                path = Path.from_text(text)
+                walks.setdefault(str(path.start), []).append(path_relations(path))
+        order = [*chosen, *(c["entity"] for c in pool)]
+        got = answer_set(deps.kg, walks, limit=deps.explorer.fanout_limit, first=order)
+        support = {e: [Path.from_text(t) for t in every[e]] for e in chosen} | got.support
+        answers = list(dict.fromkeys([*chosen, *got.answers]))
+    else:
+        best = max((c["probability"] for c in pool), default=0.0)
+        more = [
+            c["entity"] for c in pool if c["probability"] >= ctx.set_ratio * best and c["probability"] > 0
+        ]
+        answers = [e for e in dict.fromkeys([*chosen, *more]) if e in chains]
+        support = {e: [Path.from_text(chains[e])] for e in answers}
+    kept = answers[: ctx.max_answers]
+    trace["whole_set"] = {"answers": len(answers), "cut": len(answers) > len(kept)}
+    return [deps.kg.label(e) for e in kept], [p for e in kept for p in support[e]]

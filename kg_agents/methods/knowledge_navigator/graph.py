@@ -32,6 +32,11 @@ call over the union of their candidates; ``grouping="none"`` gives every entity 
 paper. In every mode an entity (group) with no more than ``K``
 candidates needs no call (every voter would pick them all).
 
+Several topic entities (``conjunction``, on by default on the ranked route): one walk from each topic
+entity, its relation chains ranked against the whole question, and the answers where the walks meet,
+each with a verified path from every topic entity (:mod:`.walks`). Ranked answers are the whole set
+(``whole_set``): every end the walk reached, best first, cut at ``max_answers``.
+
 Every per-run option (:class:`KnowledgeNavigatorContext`) is also a factory option; a run's context
 overrides only the fields it sets. (A factory ``hops`` cannot be reset to prediction per run.)
 
@@ -80,6 +85,7 @@ from kg_agents.methods.knowledge_navigator.nodes import (
     select_relations,
     verbalise_knowledge,
 )
+from kg_agents.methods.knowledge_navigator.walks import walk_topics
 from kg_agents.packs import Pack, resolve_pack
 
 __all__ = [
@@ -114,7 +120,7 @@ class KnowledgeNavigatorContext:
         max_triples: at most this many retrieved triples in the reasoning prompt (the cut is traced).
         max_llm_calls: LLM-call budget of the retrieval stage; when spent, retrieval stops and the
             graph reasons over what it has.
-        max_answers: answers kept.
+        max_answers: answers kept: the cut of a whole answer set (``whole_set``).
         ground_answers: an answer that is not the label of a retrieved entity is replaced by the
             retrieved entities its text names (deepest hop first; topic entities excluded), see
             :func:`~.knowledge.ground_answers`; False keeps the LLM's strings as parsed.
@@ -140,6 +146,13 @@ class KnowledgeNavigatorContext:
         plan_example: show the chain prompt's worked example (a 2-hop chain) for chains of 3 hops or
             more. The factory's default (None): shown to every model but a specialist adapter, which learnt
             the chains without it.
+        whole_set: ranked answers: every entity the last hop reached (the ends of the chosen chain or
+            chains; for a conjunction, every entity where the walks meet), best first, at most
+            ``max_answers``; False: the best and those within ``answer_ratio`` of it.
+        conjunction: on the ranked route, a question with several topic entities is walked from each
+            (:mod:`.walks`): the answers are where the walks meet, each with a verified path from every
+            topic entity (the first topic's walk alone when they do not meet); False: one walk from all
+            of them together, as for one topic entity.
     """
 
     hops: int | None = None
@@ -164,6 +177,8 @@ class KnowledgeNavigatorContext:
     calibrate: bool | None = None
     relation_chain: bool | None = None
     plan_example: bool | None = None
+    whole_set: bool | None = None
+    conjunction: bool | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -183,6 +198,8 @@ class KnowledgeNavigatorState(ReasoningState, total=False):
     knowledge: str
     raw_answer: str
     ranked_answers: list[str]
+    conjunction_route: bool
+    conjunction: dict[str, list[str]]
 
 
 def create_knowledge_navigator_graph(
@@ -208,7 +225,7 @@ def create_knowledge_navigator_graph(
     max_core_entities: int = 20,
     max_triples: int = 200,
     max_llm_calls: int = 40,
-    max_answers: int = 20,
+    max_answers: int = 100,
     ground_answers: bool = True,
     select_max_tokens: int = 16,
     variants_max_tokens: int = 40,
@@ -218,6 +235,8 @@ def create_knowledge_navigator_graph(
     calibrate: bool | None = None,
     relation_chain: bool | None = None,
     plan_example: bool | None = None,
+    whole_set: bool = True,
+    conjunction: bool = True,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -254,7 +273,7 @@ def create_knowledge_navigator_graph(
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
             select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate,
-            relation_chain, plan_example: the defaults of the per-run options, see
+            relation_chain, plan_example, whole_set, conjunction: the defaults of the per-run options, see
             :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default) ranks relations and answers by
             the model's log-probability (relations with the ``select_relations_rank`` prompt, chains with
             ``select_chain_rank``); ``"generate"`` is the paper's free-generation route.
@@ -310,6 +329,8 @@ def create_knowledge_navigator_graph(
         relation_chain=True if relation_chain is None else relation_chain,
         # an adapter learns the chains without the zero-shot model's worked example
         plan_example=not runs_adapter(model) if plan_example is None else plan_example,
+        whole_set=whole_set,
+        conjunction=conjunction,
     )
     bad = check_context(defaults)
     if bad:
@@ -346,6 +367,7 @@ def create_knowledge_navigator_graph(
     g.add_node("link_entities", make_link_entities_node(mkg, index))
     g.add_node("analyse_question", functools.partial(analyse_question, deps))
     g.add_node("select_relations", functools.partial(select_relations, deps))
+    g.add_node("walk_topics", functools.partial(walk_topics, deps))
     g.add_node("expand", functools.partial(expand, deps))
     g.add_node("verbalise", functools.partial(verbalise_knowledge, deps))
     g.add_node("reason", functools.partial(reason, deps))
@@ -353,8 +375,11 @@ def create_knowledge_navigator_graph(
     g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"analyse_question": "analyse_question", "end": END})
     g.add_conditional_edges(
-        "analyse_question", after_analyse, {"select_relations": "select_relations", "end": END}
+        "analyse_question",
+        after_analyse,
+        {"select_relations": "select_relations", "walk_topics": "walk_topics", "end": END},
     )
+    g.add_conditional_edges("walk_topics", end_on_error("verbalise"), {"verbalise": "verbalise", "end": END})
     g.add_conditional_edges("select_relations", end_on_error("expand"), {"expand": "expand", "end": END})
     g.add_conditional_edges(
         "expand", after_expand, {"select_relations": "select_relations", "verbalise": "verbalise", "end": END}

@@ -17,7 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
-from kg_agents.core.chains import chain_example, chain_text, relation_chains, relation_path, walk_chain
+from kg_agents.core.chains import relation_path, walk_chain
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
 from kg_agents.core.metering import invoke_llm, metered
@@ -38,6 +38,7 @@ from kg_agents.methods.knowledge_navigator.knowledge import (
     verbalise,
     weighted_vote,
 )
+from kg_agents.methods.knowledge_navigator.walks import rank_chains
 from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
@@ -143,7 +144,7 @@ def check_context(ctx: Any) -> str | None:
         return f"hops must be at least 1 or None (got {ctx.hops!r})"
     if ctx.decide not in DECIDE_MODES:
         return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
-    for name in ("calibrate", "relation_chain", "plan_example"):
+    for name in ("calibrate", "relation_chain", "plan_example", "whole_set", "conjunction"):
         if not isinstance(getattr(ctx, name), bool):
             return f"{name} must be True or False (got {getattr(ctx, name)!r})"
     try:
@@ -247,73 +248,13 @@ def analyse_question(
         parents={},
         selected={},
         retrieval_llm_calls=1 if ctx.num_variants > 0 else 0,
+        # several topic entities on the ranked route: one walk from each (walks.walk_topics)
+        conjunction_route=ctx.conjunction and ctx.decide == "rank" and len(set(topics)) > 1,
     )
     return update
 
 
 # ------------------------------------------------------------ select relations (vote)
-def rank_chains(
-    deps: KnowledgeNavigatorDeps,
-    ctx: Any,
-    state: Mapping[str, Any],
-    voters: Sequence[str],
-    weights: Sequence[float],
-    calls: int,
-) -> tuple[dict[str, Any], list[list[list[str]]], int]:
-    """The relation chains of the question's depth from its topic entities, each question variant
-    ranking them (its top ``K`` are its vote) and the weighted vote keeping the top ``M`` (eq. 3-4, over
-    chains instead of one hop's relations).
-
-    Returns ``(trace record, kept chains as [[relation, direction], ...], LLM calls so far)``; no chains
-    are kept when the graph has none of that depth (the hops then choose their relations one by one) or
-    when the call budget would be passed (``budget_hit`` in the record).
-    """
-    starts = list(dict.fromkeys(state.get("core") or []))
-    length = int(state.get("hops", 1))
-    options, truncated = relation_chains(deps.kg, starts, length)
-    info: dict[str, Any] = {
-        "node": "select_chains",
-        "hops": length,
-        "chains": len(options),
-        "truncated": truncated,
-    }
-    if not options:
-        return info, [], calls
-    if len(options) <= ctx.top_k:  # every voter would pick all of them
-        kept = list(range(len(options)))[: ctx.top_m]
-        info.update(asked_llm=False)
-    else:
-        per_vote = 2 if ctx.calibrate else 1  # calibration: a second call
-        if calls + per_vote * len(voters) > ctx.max_llm_calls:
-            info["budget_hit"] = True
-            return info, [], calls
-        entity = ", ".join(kg_text(deps.kg.label(e)) for e in starts)
-        example = chain_example(length, ctx.plan_example)
-        tpl = deps.prompts["select_chain_rank"]
-        texts = [chain_text(c) for c in options]
-        choices: list[list[int]] = []
-        rankings = []
-        for q in voters:
-            ranking = rank(
-                deps.llm,
-                tpl.format_messages(question=q, entity=entity, example=example),
-                texts,
-                role="chain",
-                keys=[(tuple(starts), c) for c in options],
-                baseline=tpl.format_messages(question=f"[{entity}]", entity=entity, example=example)
-                if ctx.calibrate
-                else None,
-            )
-            choices.append(ranking.order()[: ctx.top_k])
-            rankings.append(ranking.as_trace(top=5))
-        calls += per_vote * len(voters)
-        scores, kept = weighted_vote(choices, weights, len(options), ctx.top_m)
-        info.update(asked_llm=True, example=bool(example), rankings=rankings, scores=scores[:50])
-    chosen = [[[r, d] for r, d in options[i]] for i in kept]
-    info["kept"] = [[traced_relation(r, d) for r, d in c] for c in chosen]
-    return info, chosen, calls
-
-
 @metered
 @guarded("select_relations")
 def select_relations(
@@ -607,11 +548,16 @@ def reason(
         topics = set(state.get("topic_entities") or [])
         depths = entity_depths(parents, topics)
         deepest = max(depths.values(), default=0)
-        labels = list(dict.fromkeys(deps.kg.label(e) for e, d in depths.items() if d == deepest and d > 0))
+        ends = [e for e, d in depths.items() if d == deepest and d > 0]
+        if state.get("conjunction_route"):  # the entities where the topics' walks meet
+            ends = list(state.get("conjunction") or {})
+        labels = list(dict.fromkeys(deps.kg.label(e) for e in ends))
         if not labels:
             return {"raw_answer": "", "trace": [{"node": "reason", "decide": "rank", "candidates": 0}]}
         ranking = rank(deps.llm, messages, labels, prefix="Answer: ", role="answer", keys=labels)
         answers = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+        if ctx.whole_set and ranking.matched:  # every end the walk reached, best first
+            answers = [ranking.options[i] for i in ranking.order()][: ctx.max_answers]
         info = {"node": "reason", "decide": "rank", "candidates": len(labels), **ranking.as_trace()}
         # the labels themselves, not their lines: a label may hold a line break
         return {"raw_answer": "\n".join(answers), "ranked_answers": answers, "trace": [info]}
@@ -633,7 +579,8 @@ def answer(
     parsed = parse_answers(state.get("raw_answer") or "")
     parents = state.get("parents") or {}
     topics = set(state.get("topic_entities") or [])
-    labels = {e: deps.kg.label(e) for e in parents}
+    support = (state.get("conjunction") or {}) if state.get("conjunction_route") else {}
+    labels = {e: deps.kg.label(e) for e in (support or parents)}
     by_label: dict[str, list[str]] = {}
     for e, lab in labels.items():
         by_label.setdefault(lab.lower(), []).append(e)
@@ -650,6 +597,9 @@ def answer(
     paths: list[Path] = []
     for a in answers:
         for e in by_label.get(a.lower(), []):
+            if support:  # a conjunction's answer: its path from each topic entity
+                paths.extend(Path.from_text(t) for t in support.get(e, []))
+                continue
             chain: list[Triple] = []
             cur = e
             while cur in parents and cur not in topics and len(chain) <= len(parents):
@@ -690,5 +640,8 @@ def after_link(state: Mapping[str, Any]) -> str:
 
 
 def after_analyse(state: Mapping[str, Any]) -> str:
-    """Router after ``analyse_question``: the end on a bad option or a halting error."""
-    return "end" if state.get("stop_reason") or halted(state) else "select_relations"
+    """Router after ``analyse_question``: the end on a bad option or a halting error; the conjunction
+    route (``walk_topics``) for several topic entities on the ranked route."""
+    if state.get("stop_reason") or halted(state):
+        return "end"
+    return "walk_topics" if state.get("conjunction_route") else "select_relations"

@@ -69,7 +69,7 @@ def test_gnn_only_answers_without_llm(kg, checkpoint, no_model):
 
 def test_llm_chooses_a_labelled_option_one_call(kg, checkpoint):
     llm = FakeChat(replies=["Based on the facts, the correct answer is B."])
-    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, num_candidates=3)
+    g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, whole_set=False, num_candidates=3)
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["usage"]["llm_calls"] == 1
     decided = next(t for t in out["trace"] if t["node"] == "determine_answer")
@@ -112,7 +112,7 @@ def test_ranked_answer_follows_the_option_logprobs(kg, checkpoint):
         return [float(i) for i in range(len(options))]
 
     llm = FakeChat(logprobs=scores)
-    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint).invoke(
+    out = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, whole_set=False).invoke(
         {"question": "who directed [Splash]", "topic_entities": ["Splash"]}
     )
     step = next(t for t in out["trace"] if t["node"] == "determine_answer")
@@ -232,9 +232,10 @@ def test_prompts_override_by_name(kg, checkpoint):
 def test_run_context_keeps_the_factory_values_it_does_not_set(kg, checkpoint):
     g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn", num_candidates=5)
     q = {"question": "which films did [Tom Hanks] act in", "topic_entities": ["Tom Hanks"]}
-    out = g.invoke(q, context={"answer_ratio": 0.0})  # num_candidates stays the factory's 5
+    # num_candidates stays the factory's 5 (each answer alone: not its chain's whole set)
+    out = g.invoke(q, context={"answer_ratio": 0.0, "whole_set": False})
     assert len(out["answers"]) == 5
-    out = g.invoke(q, context=DualRContext(num_candidates=2, answer_ratio=0.0))
+    out = g.invoke(q, context=DualRContext(num_candidates=2, answer_ratio=0.0, whole_set=False))
     assert len(out["answers"]) == 2
 
 

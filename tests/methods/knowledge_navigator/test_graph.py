@@ -500,8 +500,10 @@ def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
     # the films without a release year are off the chain: the second hop starts from Splash and Big only
     expands = [t for t in out["trace"] if t["node"] == "expand"]
     assert expands[0]["off_chain"] == 2 and sorted(hops[1]["core"]) == ["Big", "Splash"]
-    assert out["answers"] == ["1984"] and [p.to_text() for p in out["paths"]] == [
-        "Tom Hanks -> ~starred_actors -> Splash -> release_year -> 1984"
+    # the chain's whole answer set, best first, each with its path
+    assert out["answers"] == ["1984", "1988"] and [p.to_text() for p in out["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Splash -> release_year -> 1984",
+        "Tom Hanks -> ~starred_actors -> Big -> release_year -> 1988",
     ]
     # one chain ranking and one answer ranking, no per-hop relation choice
     assert out["usage"]["llm_calls"] == 2 and "Relation chain:" in seen[0]
@@ -520,8 +522,9 @@ def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
     ).invoke(q, context={"hops": 2})
     expands = [t for t in whole["trace"] if t["node"] == "expand"]
     assert len(expands) == 1 and expands[0]["whole_chains"] and expands[0]["hop"] == 2
-    assert whole["answers"] == ["1984"] and [p.to_text() for p in whole["paths"]] == [
-        "Tom Hanks -> ~starred_actors -> Splash -> release_year -> 1984"
+    assert whole["answers"] == ["1984", "1988"] and [p.to_text() for p in whole["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Splash -> release_year -> 1984",
+        "Tom Hanks -> ~starred_actors -> Big -> release_year -> 1988",
     ]
     assert whole["usage"]["llm_calls"] == 2
     # relation_chain=False: the paper's choice per hop, one ranking per hop

@@ -52,6 +52,8 @@ DEFAULTS = KnowledgeNavigatorContext(
     calibrate=True,
     relation_chain=True,
     plan_example=True,
+    whole_set=True,
+    conjunction=True,
 )
 SPLASH_DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 SPLASH_WRITTEN = Triple("Splash", "written_by", "Babaloo Mandel")

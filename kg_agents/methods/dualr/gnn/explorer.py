@@ -282,16 +282,25 @@ def _edge_order(edge: tuple[str, str | None, bool, str, float]) -> tuple[float, 
     return (-alpha, src, rel or "", inverse)
 
 
-def backtrack(layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]]], entity: str) -> Path:
+def backtrack(
+    layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]]],
+    entity: str,
+    topic: str | None = None,
+) -> Path:
     """Algorithm 2 (path backtracking): from ``entity`` back to a topic entity, taking at each layer
     (last to first) the kept edge into the current entity with the highest attention weight (equal weights:
     by the source's name, then the relation's); an identity edge keeps the entity (no hop). Returns the
     :class:`Path` walked forwards from the topic entity.
 
+    With ``topic`` (a question with several topic entities), only edges from entities the kept edges
+    reach from ``topic`` by then are taken, so the path starts at ``topic``; empty when ``entity`` is not
+    reached from it.
+
     Args:
         layers: per layer, the kept edges ``(source, relation or None, inverse, target, alpha)``
             (:meth:`Exploration.kept_edges`).
         entity: the candidate answer id.
+        topic: the topic entity the path must start from (None: whichever the edges lead to).
 
     Example:
         >>> layers = [[("Splash", "directed_by", False, "Ron Howard", 0.9),
@@ -300,12 +309,25 @@ def backtrack(layers: Sequence[Sequence[tuple[str, str | None, bool, str, float]
         >>> backtrack(layers, "Ron Howard").to_text()
         'Splash -> directed_by -> Ron Howard'
     """
+    # sources[k]: the entities reached from ``topic`` before layer k (None: any source will do)
+    sources: list[set[str] | None] = [None] * len(layers)
+    if topic is not None:
+        reach = {topic}
+        for k, layer in enumerate(layers):
+            sources[k] = reach
+            reach = {e[3] for e in layer if e[0] in reach}
+        if entity not in reach:
+            return Path(())
     hops: list[Hop] = []
     cur = entity
-    for layer in reversed(layers):
+    for layer, allowed in zip(reversed(layers), reversed(sources), strict=True):
         best: tuple[str, str | None, bool, str, float] | None = None
         for e in layer:
-            if e[3] == cur and (best is None or _edge_order(e) < _edge_order(best)):
+            if (
+                e[3] == cur
+                and (allowed is None or e[0] in allowed)
+                and (best is None or _edge_order(e) < _edge_order(best))
+            ):
                 best = e
         if best is None:
             break

@@ -1,0 +1,73 @@
+"""Whole answer sets and conjunctions (kg_agents.core.conjunction): where several topics' walks meet."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_agents.core.chains import walk_chain
+from kg_agents.core.conjunction import answer_set, path_relations
+from kg_agents.errors import ConfigError
+from kg_agents.kg.base import verify_path
+from kg_agents.kg.memory import MemoryKG
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.kg.hop_by_hop import HopByHopKG
+
+KG = MemoryKG(CONTRACT_TRIPLES)
+STARRED = {"Tom Hanks": [["~starred_actors"]]}
+
+
+@pytest.mark.parametrize("kg", [KG, HopByHopKG(KG)], ids=["chain queries", "hop by hop"])
+def test_two_topics_meet_where_both_walks_end_with_a_verified_path_from_each(kg):
+    got = answer_set(kg, {**STARRED, "Robert Zemeckis": [["~directed_by"]]}, limit=100)
+    assert sorted(got.answers) == ["Cast Away", "Forrest Gump"]
+    for a in got.answers:
+        texts = [p.to_text() for p in got.support[a]]
+        assert texts == [f"Tom Hanks -> ~starred_actors -> {a}", f"Robert Zemeckis -> ~directed_by -> {a}"]
+        assert all(verify_path(KG, p) for p in got.support[a])
+    assert got.ends == {"Tom Hanks": 4, "Robert Zemeckis": 2} and got.truncated == []
+    assert len(got.paths) == 4 and got.unverified == 0
+
+
+def test_one_topic_is_its_chains_whole_set_best_first():
+    got = answer_set(KG, STARRED, limit=100, first=["Forrest Gump", "not an end"])
+    assert got.answers[0] == "Forrest Gump" and sorted(got.answers) == [
+        "Big",
+        "Cast Away",
+        "Forrest Gump",
+        "Splash",
+    ]
+    assert all(len(got.support[a]) == 1 for a in got.answers)
+    # two relation paths for one topic: the union of their ends; excluded entities never answer
+    two = answer_set(KG, {"Splash": [["directed_by"], ["written_by"]]}, limit=10, exclude=["Ron Howard"])
+    assert two.answers == ["Babaloo Mandel"]
+    # a 2-hop walk back through its start is not taken (the topic is never an answer)
+    back = answer_set(KG, {"Ron Howard": [["~directed_by", "directed_by"]]}, limit=10)
+    assert back.answers == []
+
+
+def test_walks_that_do_not_meet_have_no_answer_and_cuts_are_reported():
+    assert answer_set(KG, {**STARRED, "Jean-Pierre Jeunet": [["~directed_by"]]}, limit=100).answers == []
+    cut = answer_set(KG, STARRED, limit=2)
+    assert len(cut.answers) == 2 and cut.truncated == ["Tom Hanks ~starred_actors"]
+
+
+def test_bad_walks_are_refused():
+    with pytest.raises(ConfigError):
+        answer_set(KG, {}, limit=5)
+    with pytest.raises(ConfigError):
+        answer_set(KG, {"Tom Hanks": []}, limit=5)
+    with pytest.raises(ConfigError):
+        answer_set(KG, STARRED, limit=0)
+
+
+def test_hop_by_hop_walks_match_the_stores_chain_queries():
+    for start, path in [
+        ("Tom Hanks", ["~starred_actors", "directed_by"]),
+        ("Babaloo Mandel", ["~written_by"]),
+    ]:
+        a = walk_chain(KG, [start], path, limit=50)
+        b = walk_chain(HopByHopKG(KG), [start], path, limit=50)
+        assert sorted(p.end for p in a.paths) == sorted(p.end for p in b.paths) and a.ends == b.ends
+        assert all(verify_path(KG, p) and path_relations(p) == path for p in b.paths)
+    cut = walk_chain(HopByHopKG(KG), ["Tom Hanks"], ["~starred_actors"], limit=1)
+    assert cut.ends == 1 and cut.truncated == ["Tom Hanks ~starred_actors"]
