@@ -252,9 +252,8 @@ def create_knowledge_navigator_graph(
         adapter: the embedded model's LoRA adapter: ``"auto"`` (default: the KG pack's specialist for
             knowledge_navigator: on the MetaQA graph its own, ``kg_agents/specialist/checkpoints/metaqa-kn``;
             the zero-shot model without a pack), ``"specialist"`` (that one), ``"none"`` (zero-shot) or a
-            folder from ``kg-agents train specialist``; a model of your own is used as it is. Its own
-            adapter answered 0.960 / 0.975 / 0.935 exact Hits@1 at 1 / 2 / 3 hops on 200 MetaQA
-            dev-validation questions per hop (docs/results.md).
+            folder from ``kg-agents train specialist``; a model of your own is used as it is (what each
+            scored: docs/results.md and its history).
         pack: the KG pack (:mod:`kg_agents.packs`): ``"auto"`` (default: the pack registered for the KG's
             content, the bundled one on MetaQA), ``"none"`` (zero-shot, the bundled hop classifier) or a
             pack's folder. It settles ``adapter="auto"`` and, with ``hop_classifier`` None, the
