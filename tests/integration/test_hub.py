@@ -136,7 +136,8 @@ def check_dualr(kg: Any) -> None:
     explore = next(s for s in out["trace"] if s["node"] == "explore")
     assert explore["fanout_truncated"] >= 1
     assert sum(n for _, _, n in ckg.reads) <= 500 * len(ckg.reads)
-    assert len(out["answers"]) <= 3 and all(verify_path(kg, p) for p in out["paths"])
+    # the whole set of the hub's films, cut at max_answers (100 by default), each on a verified path
+    assert 1 <= len(out["answers"]) <= 100 and all(verify_path(kg, p) for p in out["paths"])
     assert peak < 8 * MB, peak / MB  # (Python objects; torch's own allocations are not traced)
 
 
