@@ -192,9 +192,9 @@ def test_dualr_ends_with_the_error_in_its_trace(proxy: FaultProxy, match: str | 
     kg = faulty_kg(proxy)
     graph = create_graph("dualr", kg, answer_with="gnn")
     proxy.set("delay", delay=3 * TIMEOUT, match=match)
-    t0 = time.monotonic()
+    proxy.log.clear()
     out = graph.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
-    assert time.monotonic() - t0 <= bound() + 5.0  # one failing call, plus the GNN's own work
+    assert len(proxy.faulted()) == RETRIES + 1  # one failing call, its attempts bounded; nothing after it
     assert out["answers"] == [] and out["paths"] == []
     steps = endpoint_steps(out)
     assert len(steps) == 1 and steps[0]["endpoint"] == proxy.endpoint
