@@ -45,17 +45,6 @@ from typing import Any
 GRAPH_IRI = "urn:kg-agents:metaqa"
 
 
-def questions(n: int, seed: int) -> list[Any]:
-    """``n`` MetaQA questions, all hops, from the seeded validation split of the dev files."""
-    from kg_agents.eval.datasets import get_dataset
-
-    per = [n // 3 + (1 if i < n % 3 else 0) for i in range(3)]
-    out: list[Any] = []
-    for hop, k in zip((1, 2, 3), per, strict=True):
-        out += list(get_dataset(f"metaqa-{hop}hop", split="validation", seed=seed, limit=k))
-    return out
-
-
 def constant_model() -> Any:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
@@ -132,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
 
+    from kg_agents.eval.datasets import metaqa_all_hops
     from kg_agents.kg import open_kg
     from kg_agents.kg.export import write_ntriples
     from kg_agents.kg.servers import OxigraphServer, VirtuosoServer
 
     levels = [int(c) for c in args.concurrency.split(",")]
     servers = [s.strip() for s in args.servers.split(",") if s.strip()]
-    qs = questions(args.n, args.seed)
+    qs = metaqa_all_hops(args.n, seed=args.seed)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kg-agents-load-") as tmp:
         nt = write_ntriples(open_kg("metaqa"), Path(tmp) / "metaqa.nt.gz", profile="metaqa").path

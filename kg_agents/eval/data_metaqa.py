@@ -9,7 +9,7 @@ from kg_agents.errors import DataFormatError
 from kg_agents.eval.data_core import Dataset, KGSpec, Question, check_int, read_lines, split_indices
 from kg_agents.kg.text import BRACKETED
 
-__all__ = ["load_metaqa", "load_metaqa_file", "parse_metaqa_line"]
+__all__ = ["load_metaqa", "load_metaqa_file", "metaqa_all_hops", "parse_metaqa_line"]
 
 
 # ---------------------------------------------------------------------------- MetaQA
@@ -134,3 +134,18 @@ def load_metaqa(hops: int, split: str = "dev", *, seed: int = 0, limit: int | No
         kg="metaqa",
         name=f"metaqa-{hops}hop",
     )
+
+
+def metaqa_all_hops(n: int, split: str = "validation", *, seed: int = 0) -> list[Question]:
+    """``n`` MetaQA questions spread over 1, 2 and 3 hops (the first hop sets get the remainder), each
+    hop's a seeded sample of ``split`` (:func:`load_metaqa`).
+
+    Example:
+        >>> [q.hops for q in metaqa_all_hops(4)]
+        [1, 1, 2, 3]
+    """
+    per = [n // 3 + (1 if i < n % 3 else 0) for i in range(3)]
+    out: list[Question] = []
+    for hops, k in zip((1, 2, 3), per, strict=True):
+        out += list(load_metaqa(hops, split, seed=seed, limit=k))
+    return out

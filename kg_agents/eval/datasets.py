@@ -39,7 +39,7 @@ from kg_agents.eval.data_core import (
     read_lines,
     split_indices,
 )
-from kg_agents.eval.data_metaqa import load_metaqa, load_metaqa_file, parse_metaqa_line
+from kg_agents.eval.data_metaqa import load_metaqa, load_metaqa_file, metaqa_all_hops, parse_metaqa_line
 from kg_agents.eval.data_pathquestion import (
     PATHQUESTION_SETS,
     load_pathquestion,
@@ -67,6 +67,7 @@ __all__ = [
     "load_pathquestion_file",
     "load_webqsp_sample",
     "load_webqsp_whole",
+    "metaqa_all_hops",
     "parse_metaqa_line",
     "parse_pathquestion_answer",
     "parse_pathquestion_path",

@@ -157,17 +157,6 @@ def settle(timeout: float) -> int:
 
 
 # --------------------------------------------------------------------------- one method
-def questions(n: int, seed: int) -> list[Any]:
-    """``n`` MetaQA questions, all hops, from the seeded validation split of the dev files."""
-    from kg_agents.eval.datasets import get_dataset
-
-    per = [n // 3 + (1 if i < n % 3 else 0) for i in range(3)]
-    out: list[Any] = []
-    for hop, k in zip((1, 2, 3), per, strict=True):
-        out += list(get_dataset(f"metaqa-{hop}hop", split="validation", seed=seed, limit=k))
-    return out
-
-
 def constant_model() -> Any:
     """The test suite's scripted chat model, always answering ``Answer: unknown`` (no model compute)."""
     from tests.fakes import FakeChat
@@ -464,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, methods: list[str]) -> list[dict[str, Any]]:
+    from kg_agents.eval.datasets import metaqa_all_hops
     from kg_agents.kg import open_kg
     from kg_agents.kg.export import write_ntriples
     from kg_agents.kg.servers import VirtuosoServer
@@ -472,7 +462,7 @@ def _run(args: argparse.Namespace, methods: list[str]) -> list[dict[str, Any]]:
     def log(s: str) -> None:
         print(f"# {s}", file=sys.stderr, flush=True)
 
-    qs = questions(args.n, args.seed)
+    qs = metaqa_all_hops(args.n, seed=args.seed)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kg-agents-soak-") as tmp:
         out = Path(args.out) if args.out else Path(tmp) / "runs"

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from kg_agents.errors import ConfigError
+from kg_agents.eval.datasets import metaqa_all_hops
 from tests.faultproxy import FaultProxyProcess
 from tests.servers import METAQA_GRAPH
-from tests.stress.soak_faults import FAULTS, questions, soak
+from tests.stress.soak_faults import FAULTS, soak
 
 pytestmark = [pytest.mark.stress, pytest.mark.server, pytest.mark.slow]
 
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.stress, pytest.mark.server, pytest.mark.slow]
 def test_soak_records_every_question_once_and_the_rerun_clears_the_errors(
     virtuoso_server: Any, tmp_path: Path, method: str, n: int
 ) -> None:
-    qs = questions(n, seed=0)
+    qs = metaqa_all_hops(n, seed=0)
     with FaultProxyProcess(virtuoso_server.endpoint) as proxy:
         row = soak(
             virtuoso_server.endpoint,
@@ -62,7 +63,7 @@ def test_soak_records_every_question_once_and_the_rerun_clears_the_errors(
 
 def test_soak_refuses_bad_settings(tmp_path: Path) -> None:
     """Typed errors before anything runs (the proxy is never touched)."""
-    qs = questions(3, seed=0)
+    qs = metaqa_all_hops(3, seed=0)
     for kw in ({"method": "gcr"}, {"rate": 0.5}, {"rate": -0.1}, {"concurrency": 0}, {"timeout": 0.0}):
         opts: dict[str, Any] = {"method": "graph_rag", **kw}
         with pytest.raises(ConfigError):
