@@ -108,11 +108,8 @@ def context_defaults(schema: type[C], options: Mapping[str, Any], **values: Any)
         ConfigError: a field found in neither (a context field without its factory option).
 
     Example:
-        >>> from dataclasses import dataclass
-        >>> @dataclass
-        ... class Ctx:
-        ...     top_k: int | None = None
-        ...     hops: int | None = None
+        >>> from dataclasses import make_dataclass
+        >>> Ctx = make_dataclass("Ctx", [("top_k", int | None, None), ("hops", int | None, None)])
         >>> context_defaults(Ctx, {"top_k": 3, "other": 1}, hops=2)
         Ctx(top_k=3, hops=2)
     """
