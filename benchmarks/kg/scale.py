@@ -16,7 +16,13 @@ Steps:
    its own. The chat model is an oracle (``OracleChat``: scripted option log-probabilities, no model):
    it ranks the question's own relation chain, its relations and its answers first and everything else
    last, so that the figures are the KG side of each method, with perfect decisions. The hop count is
-   given (``hops`` / ``answer_hops``).
+   given (``hops`` / ``answer_hops``). ``graph_agent`` runs its ranked route along a relation chain;
+   ``dualr`` answers with its GNN (``answer_with="gnn"``, no model call; the bundled explorer, its
+   checkpoint's layers). ``gcr_trie`` is gcr's KG side: each question's on-demand KG-Trie of L=2 hops
+   from its topic with the build's caps (``fanout_limit`` 500 neighbours per entity and hop,
+   ``max_paths`` 20,000 paths), tokenised with the embedded model's tokenizer; its row's seconds are
+   build seconds, "paths/q" the trie's paths, "truncated" the tries a cap cut, and "found" the questions
+   of at most 2 hops whose gold answer ends a path of the trie.
 
 Columns: method, questions, found (questions whose answers include a gold answer), verified paths (mean
 per question), errors, truncated (questions whose trace reports a fan-out cut), p50 / p95 / max seconds
@@ -26,8 +32,12 @@ building the graph and after the questions, and the server's RSS after the metho
 Usage::
 
     PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
-        [--methods graph_rag,knowledge_navigator,graph_explore] [--workdir DIR] [--buffers 100000]
-        [--timeout 60] [--json out.json] [--worker-path OTHER_CHECKOUT]
+        [--methods graph_rag,knowledge_navigator,graph_explore,graph_agent,dualr,gcr_trie] [--workdir DIR]
+        [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--json out.json]
+        [--worker-path OTHER_CHECKOUT]
+
+With ``--db`` the database is kept: a first run loads (``--load-only`` stops there), a later run with the
+same ``--db`` asks the questions on it without loading again, and shows the load figures it saved.
 """
 
 from __future__ import annotations
@@ -49,7 +59,9 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 GRAPH_IRI = "urn:kg-agents:freebase-like"
-METHODS = ("graph_rag", "knowledge_navigator", "graph_explore")
+METHODS = ("graph_rag", "knowledge_navigator", "graph_explore", "graph_agent", "dualr", "gcr_trie")
+#: gcr's KG-Trie, built as a question's trie is: L=2 hops from the topic with the build's own caps
+TRIE_HOPS = 2
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKIP = {"type.object.type"}
 #: The most gold labels kept per question for the oracle and the "found" column.
@@ -219,13 +231,58 @@ def build(method: str, kg: Any, llm: Any) -> Any:
         return create_graph("graph_rag", kg, llm=llm, max_hops=3)
     if method == "knowledge_navigator":
         return create_graph("knowledge_navigator", kg, llm=llm, num_variants=0)
-    return create_graph(method, kg, llm=llm)
+    if method == "dualr":  # the GNN's answers (DualR w.o. AD): no model call; its bundled explorer
+        return create_graph("dualr", kg, answer_with="gnn")
+    return create_graph(method, kg, llm=llm)  # graph_agent: its ranked route along a relation chain
 
 
 def context(method: str, q: dict[str, Any]) -> dict[str, Any]:
     if method == "graph_rag":
         return {"answer_hops": q["hops"]}
+    if method == "dualr":  # explores its checkpoint's layers
+        return {}
     return {"hops": q["hops"]}
+
+
+def trie_rows(kg: Any, qs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """gcr's on-demand KG-Trie of each question's topic (L = :data:`TRIE_HOPS`, the build's default
+    caps: ``fanout_limit`` neighbours per entity and hop, ``max_paths`` paths), one row per question:
+    build seconds (graph reads, tokenisation, tree), paths, whether a cap cut it, KG requests, and
+    whether a gold answer ends one of its paths (questions of at most L hops)."""
+    from kg_agents.eval.metrics import normalize_answer
+    from kg_agents.llm.local_model import load_local_tokenizer
+    from kg_agents.methods.gcr.trie import build_trie, tokenizer_signature
+
+    tok = load_local_tokenizer()
+    sig = tokenizer_signature(tok)
+    rows = []
+    for q in qs:
+        sent = kg.requests_sent
+        t0 = time.perf_counter()
+        try:
+            trie = build_trie(kg, [q["topic"]], tok, max_hops=TRIE_HOPS, tokenizer_sig=sig)
+        except Exception as exc:  # counted and shown: the run goes on
+            rows.append(
+                {"id": q["id"], "seconds": time.perf_counter() - t0, "error": f"{type(exc).__name__}: {exc}"}
+            )
+            continue
+        seconds = time.perf_counter() - t0
+        gold = set(q["gold"])
+        ends = {normalize_answer(t.rsplit(" -> ", 1)[-1]) for t in trie.texts}
+        rows.append(
+            {
+                "id": q["id"],
+                "kind": q["kind"],
+                "seconds": seconds,
+                "found": q["hops"] <= TRIE_HOPS and bool(ends & gold),
+                "paths": len(trie),
+                "truncated": trie.stats.truncated,
+                "kg_calls": kg.requests_sent - sent,
+                "error": None,
+            }
+        )
+        del trie
+    return rows
 
 
 def traced_cut(trace: Any) -> bool:
@@ -270,6 +327,8 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
 
     qs = json.loads(Path(qfile).read_text())
     kg = SparqlKG(endpoint, profile="freebase", graph=GRAPH_IRI, timeout=timeout)
+    if method == "gcr_trie":
+        return trie_worker(kg, qs)
     oracle = Oracle()
     llm = oracle_chat(oracle)
     graph = build(method, kg, llm)
@@ -306,6 +365,21 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
 
     return {
         "method": method,
+        "kg_agents": str(Path(kg_agents.__file__).parent),
+        "rss_ready_mb": rss_ready,
+        "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "requests": kg.requests_sent,
+        "rows": rows,
+    }
+
+
+def trie_worker(kg: Any, qs: list[dict[str, Any]]) -> dict[str, Any]:
+    import kg_agents
+
+    rss_ready = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = trie_rows(kg, qs)
+    return {
+        "method": "gcr_trie",
         "kg_agents": str(Path(kg_agents.__file__).parent),
         "rss_ready_mb": rss_ready,
         "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -355,6 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--buffers", type=int, default=100_000, help="Virtuoso NumberOfBuffers (8 KiB pages)")
     ap.add_argument("--loaders", type=int, default=1, help="concurrent rdf_loader_run() sessions")
     ap.add_argument("--timeout", type=float, default=60.0, help="SparqlKG timeout per request (s)")
+    ap.add_argument(
+        "--db",
+        help="keep the Virtuoso database in this directory (default: a temporary one); a database "
+        "already there is reused without loading, with the load figures it saved (DB/load.json)",
+    )
+    ap.add_argument("--load-only", action="store_true", help="stop after the load (with --db)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--worker-path",
@@ -365,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(*args.worker, timeout=args.timeout)))
         return 0
+    from kg_agents.files import atomic_write
     from kg_agents.kg import SparqlKG
     from kg_agents.kg.servers import VirtuosoServer
     from kg_agents.kg.synthetic import FreebaseLike
@@ -379,20 +460,34 @@ def main(argv: list[str] | None = None) -> int:
         if not (nt.exists() and Path(str(nt) + ".json").exists()):
             gen.write(nt)
         gen_s = time.perf_counter() - t0
+        db = Path(args.db) if args.db else Path(tmp) / "virtuoso"
+        saved = db / "load.json"
+        reuse = (db / "db").exists() and saved.exists()
         srv = VirtuosoServer(
-            {GRAPH_IRI: [nt]}, graph=GRAPH_IRI, directory=Path(tmp) / "virtuoso", buffers=args.buffers,
+            {GRAPH_IRI: [nt]}, graph=GRAPH_IRI, directory=db, buffers=args.buffers,
             loaders=args.loaders, load_timeout=7200,
         )  # fmt: skip
         try:
+            t0 = time.perf_counter()
             srv.start()
-            load = {
-                "triples": args.triples,
-                "generate_s": gen_s,
-                "load_s": srv.load_seconds,
-                "disk_mb": disk_mb(srv.db_dir),
-                **{f"server_{k}_mb": v for k, v in server_memory(srv.pid).items()},
-            }
+            if reuse:
+                load = {**json.loads(saved.read_text()), "reused": True}
+                load["restart_s"] = time.perf_counter() - t0
+            else:
+                load = {
+                    "triples": args.triples,
+                    "generate_s": gen_s,
+                    "load_s": srv.load_seconds,
+                    "disk_mb": disk_mb(srv.db_dir),
+                    "buffers": args.buffers,
+                    "loaders": args.loaders,
+                    **{f"server_{k}_mb": v for k, v in server_memory(srv.pid).items()},
+                }
+                if args.db:
+                    atomic_write(saved, json.dumps(load) + "\n")
             print(f"# loaded: {json.dumps(load)}", file=sys.stderr, flush=True)
+            if args.load_only:
+                return 0
             kg = SparqlKG(srv.endpoint, profile="freebase", graph=GRAPH_IRI, timeout=args.timeout)
             t0 = time.perf_counter()
             qs = sample_questions(kg, gen, args.questions, args.seed)
