@@ -24,6 +24,12 @@ Steps:
    build seconds, "paths/q" the trie's paths, "truncated" the tries a cap cut, and "found" the questions
    of at most 2 hops whose gold answer ends a path of the trie.
 
+With ``--faults RATE`` the methods' requests (not the sampling's) go through the fault proxy of the tests
+(``tests/faultproxy.py``, in its own process): each request, independently, is faulted with probability
+RATE (seeded, ``--fault-seed``), a third of them each way: held twice ``--timeout`` (a timeout), answered
+HTTP 500, or dropped without an answer. The
+questions are then counted by the type of their first error record, and the proxy's counts are shown.
+
 Columns: method, questions, found (questions whose answers include a gold answer), verified paths (mean
 per question), errors, truncated (questions whose trace reports a fan-out cut), p50 / p95 / max seconds
 per question, KG calls per question (the metered ones), the client's max RSS (MB; ``ru_maxrss``) after
@@ -33,8 +39,8 @@ Usage::
 
     PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
         [--methods graph_rag,knowledge_navigator,graph_explore,graph_agent,dualr,gcr_trie] [--workdir DIR]
-        [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--json out.json]
-        [--worker-path OTHER_CHECKOUT]
+        [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--faults 0.05]
+        [--json out.json] [--worker-path OTHER_CHECKOUT]
 
 With ``--db`` the database is kept: a first run loads (``--load-only`` stops there), a later run with the
 same ``--db`` asks the questions on it without loading again, and shows the load figures it saved.
@@ -52,6 +58,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -343,12 +351,18 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
             )
         except Exception as exc:  # counted and shown: the run goes on
             rows.append(
-                {"id": q["id"], "seconds": time.perf_counter() - t0, "error": f"{type(exc).__name__}: {exc}"}
+                {
+                    "id": q["id"],
+                    "seconds": time.perf_counter() - t0,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "error_types": [f"raised {type(exc).__name__}"],
+                }
             )
             continue
         seconds = time.perf_counter() - t0
         answers = [normalize_answer(str(a)) for a in out.get("answers") or []]
-        errors = [e.get("message", "") for e in out.get("errors") or [] if e.get("type") != "Fallback"]
+        records = [e for e in out.get("errors") or [] if e.get("type") != "Fallback"]
+        errors = [e.get("message", "") for e in records]
         rows.append(
             {
                 "id": q["id"],
@@ -359,6 +373,7 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
                 "truncated": traced_cut(out.get("trace") or []),
                 "kg_calls": (out.get("usage") or {}).get("kg_calls", 0),
                 "error": "; ".join(errors)[:300] or None,
+                "error_types": [str(e.get("type")) for e in records],
             }
         )
     import kg_agents
@@ -408,6 +423,8 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
         "rss_max_mb": res["rss_max_mb"],
         "server_rss_mb": res.get("server_rss_mb"),
         "error_samples": [r["error"] for r in rows if r.get("error")][:3],
+        # questions by the type of their first error record ("raised X": the graph raised instead)
+        "error_types": dict(Counter(r["error_types"][0] for r in rows if r.get("error_types"))),
         "rows": rows,
         "slowest": [
             (r["id"], r.get("kind"), round(r["seconds"], 2), r.get("kg_calls"))
@@ -435,6 +452,14 @@ def main(argv: list[str] | None = None) -> int:
         "already there is reused without loading, with the load figures it saved (DB/load.json)",
     )
     ap.add_argument("--load-only", action="store_true", help="stop after the load (with --db)")
+    ap.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="the methods' requests go through a fault proxy (tests/faultproxy.py) that faults this share "
+        "of them: a timeout (held twice --timeout), an HTTP 500 or a dropped connection, a third each",
+    )
+    ap.add_argument("--fault-seed", type=int, default=0)
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--worker-path",
@@ -457,9 +482,10 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         nt = work / f"freebase-like-{args.triples}-s{args.seed}.nt.gz"
         t0 = time.perf_counter()
+        gen_s: float | None = None  # None: the file was there already
         if not (nt.exists() and Path(str(nt) + ".json").exists()):
             gen.write(nt)
-        gen_s = time.perf_counter() - t0
+            gen_s = time.perf_counter() - t0
         db = Path(args.db) if args.db else Path(tmp) / "virtuoso"
         saved = db / "load.json"
         reuse = (db / "db").exists() and saved.exists()
@@ -497,21 +523,32 @@ def main(argv: list[str] | None = None) -> int:
             results = []
             root = str(Path(__file__).resolve().parents[2])
             worker_path = os.pathsep.join([args.worker_path, root] if args.worker_path else [root])
-            for m in methods:
-                cmd = [sys.executable, __file__, "--worker", m, str(qfile), srv.endpoint]
-                proc = subprocess.run(
-                    [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
-                    env={**os.environ, "PYTHONPATH": worker_path},
-                )  # fmt: skip
-                if proc.returncode != 0:
-                    print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
-                    continue
-                res = json.loads(proc.stdout.strip().splitlines()[-1])
-                print(f"# {m}: kg_agents from {res['kg_agents']}", file=sys.stderr)
-                res["server_rss_mb"] = server_memory(srv.pid).get("VmRSS")
-                results.append(summarise(res))
-                brief = {k: v for k, v in results[-1].items() if k != "rows"}
-                print(f"# {m}: {json.dumps(brief)}", file=sys.stderr, flush=True)
+            with ExitStack() as stack:
+                endpoint, proxy = srv.endpoint, None
+                if args.faults:
+                    from tests.faultproxy import FaultProxyProcess
+
+                    proxy = stack.enter_context(FaultProxyProcess(srv.endpoint))
+                    rates = dict.fromkeys(("delay", "http500", "close"), args.faults / 3)
+                    proxy.set_random(rates, seed=args.fault_seed, delay=2 * args.timeout)
+                    endpoint = proxy.endpoint
+                for m in methods:
+                    cmd = [sys.executable, __file__, "--worker", m, str(qfile), endpoint]
+                    proc = subprocess.run(
+                        [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
+                        env={**os.environ, "PYTHONPATH": worker_path},
+                    )  # fmt: skip
+                    if proc.returncode != 0:
+                        print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+                        continue
+                    res = json.loads(proc.stdout.strip().splitlines()[-1])
+                    print(f"# {m}: kg_agents from {res['kg_agents']}", file=sys.stderr)
+                    res["server_rss_mb"] = server_memory(srv.pid).get("VmRSS")
+                    results.append(summarise(res))
+                    if proxy is not None:  # the proxy's counts so far: every method's requests
+                        results[-1]["faults"] = proxy.fault_counts()
+                    brief = {k: v for k, v in results[-1].items() if k != "rows"}
+                    print(f"# {m}: {json.dumps(brief)}", file=sys.stderr, flush=True)
         finally:
             srv.stop()
     print_tables(load, qs, results)
@@ -524,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
     print(
-        f"\n{load['triples']:,} triples: generated in {load['generate_s']:.1f} s, Virtuoso bulk load "
+        f"\n{load['triples']:,} triples: "
+        + (f"generated in {load['generate_s']:.1f} s, " if load.get("generate_s") is not None else "")
+        + f"Virtuoso bulk load "
         f"{load['load_s']:.1f} s, server RSS {load.get('server_VmRSS_mb', 0):.0f} MB "
         f"(peak {load.get('server_VmHWM_mb', 0):.0f}), database {load['disk_mb']:.0f} MB on disk"
     )
@@ -549,6 +588,10 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
             f"{r['kg_calls']:.0f} | {r['rss_ready_mb']:.0f} / {r['rss_max_mb']:.0f} | "
             f"{r['server_rss_mb'] or 0:.0f} |"
         )
+    for r in results:
+        if r.get("error_types") or r.get("faults"):
+            print(f"\n{r['method']}: questions by error type {r.get('error_types') or {}}", end="")
+            print(f"; proxy requests by fault so far {r['faults']}" if r.get("faults") else "")
 
 
 if __name__ == "__main__":
