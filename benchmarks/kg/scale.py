@@ -216,7 +216,7 @@ class Oracle:
         if self.q["question"] not in text:  # a calibration prompt (the question taken out): no preference
             return [0.0] * len(options)
         d = current_decision()
-        keys = list(d.keys) if d is not None and d.keys is not None else list(options)
+        keys: list[Any] = list(d.keys) if d is not None and d.keys is not None else list(options)
         role = d.role if d is not None else None
         if role == "chain":
             right = [tuple(map(tuple, k[1])) == self.steps for k in keys]
@@ -468,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "QUESTIONS", "ENDPOINT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(*args.worker, timeout=args.timeout)))
+        method, qfile, endpoint = args.worker
+        print(json.dumps(worker(method, qfile, endpoint, timeout=args.timeout)))
         return 0
     from kg_agents.files import atomic_write
     from kg_agents.kg import SparqlKG
