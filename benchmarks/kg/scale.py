@@ -285,6 +285,10 @@ def trie_rows(kg: Any, qs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "found": q["hops"] <= TRIE_HOPS and bool(ends & gold),
                 "paths": len(trie),
                 "truncated": trie.stats.truncated,
+                # which cap cut it: max_paths, the topic's own neighbour list, a list at a later hop
+                "path_cap": trie.stats.path_limit_hit,
+                "topic_cut": q["topic"] in trie.stats.fanout_truncated,
+                "cut_lists": len(trie.stats.fanout_truncated),
                 "kg_calls": kg.requests_sent - sent,
                 "error": None,
             }
@@ -515,7 +519,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# loaded: {json.dumps(load)}", file=sys.stderr, flush=True)
             if args.load_only:
                 return 0
-            kg = SparqlKG(srv.endpoint, profile="freebase", graph=GRAPH_IRI, timeout=args.timeout)
+            # the sampling's exact answer counts run without a limit: at least a minute per request
+            sample_timeout = max(args.timeout, 60.0)
+            kg = SparqlKG(srv.endpoint, profile="freebase", graph=GRAPH_IRI, timeout=sample_timeout)
             t0 = time.perf_counter()
             qs = sample_questions(kg, gen, args.questions, args.seed)
             print(f"# {len(qs)} questions in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
@@ -590,6 +596,14 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
             f"{r['server_rss_mb'] or 0:.0f} |"
         )
     for r in results:
+        if r["method"] == "gcr_trie":
+            rows = [x for x in r["rows"] if not x.get("error")]
+            print(
+                f"\ngcr_trie: of {len(rows)} tries, {sum(x['truncated'] for x in rows)} cut by a cap: "
+                f"{sum(x['path_cap'] for x in rows)} at max_paths, {sum(x['topic_cut'] for x in rows)} "
+                f"with the topic's own neighbour list cut; neighbour lists cut per trie median "
+                f"{statistics.median(x['cut_lists'] for x in rows) if rows else 0:.0f}"
+            )
         if r.get("error_types") or r.get("faults"):
             print(f"\n{r['method']}: questions by error type {r.get('error_types') or {}}", end="")
             print(f"; proxy requests by fault so far {r['faults']}" if r.get("faults") else "")
