@@ -16,7 +16,19 @@ Steps:
    its own. The chat model is an oracle (``OracleChat``: scripted option log-probabilities, no model):
    it ranks the question's own relation chain, its relations and its answers first and everything else
    last, so that the figures are the KG side of each method, with perfect decisions. The hop count is
-   given (``hops`` / ``answer_hops``).
+   given (``hops`` / ``answer_hops``). ``graph_agent`` runs its ranked route along a relation chain;
+   ``dualr`` answers with its GNN (``answer_with="gnn"``, no model call; the bundled explorer, its
+   checkpoint's layers). ``gcr_trie`` is gcr's KG side: each question's on-demand KG-Trie of L=2 hops
+   from its topic with the build's caps (``fanout_limit`` 500 neighbours per entity and hop,
+   ``max_paths`` 20,000 paths), tokenised with the embedded model's tokenizer; its row's seconds are
+   build seconds, "paths/q" the trie's paths, "truncated" the tries a cap cut, and "found" the questions
+   of at most 2 hops whose gold answer ends a path of the trie.
+
+With ``--faults RATE`` the methods' requests (not the sampling's) go through the fault proxy of the tests
+(``tests/faultproxy.py``, in its own process): each request, independently, is faulted with probability
+RATE (seeded, ``--fault-seed``), a third of them each way: held twice ``--timeout`` (a timeout), answered
+HTTP 500, or dropped without an answer. The
+questions are then counted by the type of their first error record, and the proxy's counts are shown.
 
 Columns: method, questions, found (questions whose answers include a gold answer), verified paths (mean
 per question), errors, truncated (questions whose trace reports a fan-out cut), p50 / p95 / max seconds
@@ -26,8 +38,12 @@ building the graph and after the questions, and the server's RSS after the metho
 Usage::
 
     PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
-        [--methods graph_rag,knowledge_navigator,graph_explore] [--workdir DIR] [--buffers 100000]
-        [--timeout 60] [--json out.json] [--worker-path OTHER_CHECKOUT]
+        [--methods graph_rag,knowledge_navigator,graph_explore,graph_agent,dualr,gcr_trie] [--workdir DIR]
+        [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--faults 0.05]
+        [--json out.json] [--worker-path OTHER_CHECKOUT]
+
+With ``--db`` the database is kept: a first run loads (``--load-only`` stops there), a later run with the
+same ``--db`` asks the questions on it without loading again, and shows the load figures it saved.
 """
 
 from __future__ import annotations
@@ -42,6 +58,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +67,9 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 GRAPH_IRI = "urn:kg-agents:freebase-like"
-METHODS = ("graph_rag", "knowledge_navigator", "graph_explore")
+METHODS = ("graph_rag", "knowledge_navigator", "graph_explore", "graph_agent", "dualr", "gcr_trie")
+#: gcr's KG-Trie, built as a question's trie is: L=2 hops from the topic with the build's own caps
+TRIE_HOPS = 2
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKIP = {"type.object.type"}
 #: The most gold labels kept per question for the oracle and the "found" column.
@@ -196,7 +216,7 @@ class Oracle:
         if self.q["question"] not in text:  # a calibration prompt (the question taken out): no preference
             return [0.0] * len(options)
         d = current_decision()
-        keys = list(d.keys) if d is not None and d.keys is not None else list(options)
+        keys: list[Any] = list(d.keys) if d is not None and d.keys is not None else list(options)
         role = d.role if d is not None else None
         if role == "chain":
             right = [tuple(map(tuple, k[1])) == self.steps for k in keys]
@@ -219,13 +239,62 @@ def build(method: str, kg: Any, llm: Any) -> Any:
         return create_graph("graph_rag", kg, llm=llm, max_hops=3)
     if method == "knowledge_navigator":
         return create_graph("knowledge_navigator", kg, llm=llm, num_variants=0)
-    return create_graph(method, kg, llm=llm)
+    if method == "dualr":  # the GNN's answers (DualR w.o. AD): no model call; its bundled explorer
+        return create_graph("dualr", kg, answer_with="gnn")
+    return create_graph(method, kg, llm=llm)  # graph_agent: its ranked route along a relation chain
 
 
 def context(method: str, q: dict[str, Any]) -> dict[str, Any]:
     if method == "graph_rag":
         return {"answer_hops": q["hops"]}
+    if method == "dualr":  # explores its checkpoint's layers
+        return {}
     return {"hops": q["hops"]}
+
+
+def trie_rows(kg: Any, qs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """gcr's on-demand KG-Trie of each question's topic (L = :data:`TRIE_HOPS`, the build's default
+    caps: ``fanout_limit`` neighbours per entity and hop, ``max_paths`` paths), one row per question:
+    build seconds (graph reads, tokenisation, tree), paths, whether a cap cut it, KG requests, and
+    whether a gold answer ends one of its paths (questions of at most L hops)."""
+    from kg_agents.eval.metrics import normalize_answer
+    from kg_agents.llm.local_model import load_local_tokenizer
+    from kg_agents.methods.gcr.trie import build_trie, tokenizer_signature
+
+    tok = load_local_tokenizer()
+    sig = tokenizer_signature(tok)
+    rows = []
+    for q in qs:
+        sent = kg.requests_sent
+        t0 = time.perf_counter()
+        try:
+            trie = build_trie(kg, [q["topic"]], tok, max_hops=TRIE_HOPS, tokenizer_sig=sig)
+        except Exception as exc:  # counted and shown: the run goes on
+            rows.append(
+                {"id": q["id"], "seconds": time.perf_counter() - t0, "error": f"{type(exc).__name__}: {exc}"}
+            )
+            continue
+        seconds = time.perf_counter() - t0
+        gold = set(q["gold"])
+        ends = {normalize_answer(t.rsplit(" -> ", 1)[-1]) for t in trie.texts}
+        rows.append(
+            {
+                "id": q["id"],
+                "kind": q["kind"],
+                "seconds": seconds,
+                "found": q["hops"] <= TRIE_HOPS and bool(ends & gold),
+                "paths": len(trie),
+                "truncated": trie.stats.truncated,
+                # which cap cut it: max_paths, the topic's own neighbour list, a list at a later hop
+                "path_cap": trie.stats.path_limit_hit,
+                "topic_cut": q["topic"] in trie.stats.fanout_truncated,
+                "cut_lists": len(trie.stats.fanout_truncated),
+                "kg_calls": kg.requests_sent - sent,
+                "error": None,
+            }
+        )
+        del trie
+    return rows
 
 
 def traced_cut(trace: Any) -> bool:
@@ -270,6 +339,8 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
 
     qs = json.loads(Path(qfile).read_text())
     kg = SparqlKG(endpoint, profile="freebase", graph=GRAPH_IRI, timeout=timeout)
+    if method == "gcr_trie":
+        return trie_worker(kg, qs)
     oracle = Oracle()
     llm = oracle_chat(oracle)
     graph = build(method, kg, llm)
@@ -284,12 +355,18 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
             )
         except Exception as exc:  # counted and shown: the run goes on
             rows.append(
-                {"id": q["id"], "seconds": time.perf_counter() - t0, "error": f"{type(exc).__name__}: {exc}"}
+                {
+                    "id": q["id"],
+                    "seconds": time.perf_counter() - t0,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "error_types": [f"raised {type(exc).__name__}"],
+                }
             )
             continue
         seconds = time.perf_counter() - t0
         answers = [normalize_answer(str(a)) for a in out.get("answers") or []]
-        errors = [e.get("message", "") for e in out.get("errors") or [] if e.get("type") != "Fallback"]
+        records = [e for e in out.get("errors") or [] if e.get("type") != "Fallback"]
+        errors = [e.get("message", "") for e in records]
         rows.append(
             {
                 "id": q["id"],
@@ -300,12 +377,28 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
                 "truncated": traced_cut(out.get("trace") or []),
                 "kg_calls": (out.get("usage") or {}).get("kg_calls", 0),
                 "error": "; ".join(errors)[:300] or None,
+                "error_types": [str(e.get("type")) for e in records],
             }
         )
     import kg_agents
 
     return {
         "method": method,
+        "kg_agents": str(Path(kg_agents.__file__).parent),
+        "rss_ready_mb": rss_ready,
+        "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "requests": kg.requests_sent,
+        "rows": rows,
+    }
+
+
+def trie_worker(kg: Any, qs: list[dict[str, Any]]) -> dict[str, Any]:
+    import kg_agents
+
+    rss_ready = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = trie_rows(kg, qs)
+    return {
+        "method": "gcr_trie",
         "kg_agents": str(Path(kg_agents.__file__).parent),
         "rss_ready_mb": rss_ready,
         "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -334,6 +427,8 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
         "rss_max_mb": res["rss_max_mb"],
         "server_rss_mb": res.get("server_rss_mb"),
         "error_samples": [r["error"] for r in rows if r.get("error")][:3],
+        # questions by the type of their first error record ("raised X": the graph raised instead)
+        "error_types": dict(Counter(r["error_types"][0] for r in rows if r.get("error_types"))),
         "rows": rows,
         "slowest": [
             (r["id"], r.get("kind"), round(r["seconds"], 2), r.get("kg_calls"))
@@ -355,6 +450,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--buffers", type=int, default=100_000, help="Virtuoso NumberOfBuffers (8 KiB pages)")
     ap.add_argument("--loaders", type=int, default=1, help="concurrent rdf_loader_run() sessions")
     ap.add_argument("--timeout", type=float, default=60.0, help="SparqlKG timeout per request (s)")
+    ap.add_argument(
+        "--db",
+        help="keep the Virtuoso database in this directory (default: a temporary one); a database "
+        "already there is reused without loading, with the load figures it saved (DB/load.json)",
+    )
+    ap.add_argument("--load-only", action="store_true", help="stop after the load (with --db)")
+    ap.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="the methods' requests go through a fault proxy (tests/faultproxy.py) that faults this share "
+        "of them: a timeout (held twice --timeout), an HTTP 500 or a dropped connection, a third each",
+    )
+    ap.add_argument("--fault-seed", type=int, default=0)
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--worker-path",
@@ -363,8 +472,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "QUESTIONS", "ENDPOINT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(*args.worker, timeout=args.timeout)))
+        method, qfile, endpoint = args.worker
+        print(json.dumps(worker(method, qfile, endpoint, timeout=args.timeout)))
         return 0
+    from kg_agents.files import atomic_write
     from kg_agents.kg import SparqlKG
     from kg_agents.kg.servers import VirtuosoServer
     from kg_agents.kg.synthetic import FreebaseLike
@@ -376,24 +487,41 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         nt = work / f"freebase-like-{args.triples}-s{args.seed}.nt.gz"
         t0 = time.perf_counter()
+        gen_s: float | None = None  # None: the file was there already
         if not (nt.exists() and Path(str(nt) + ".json").exists()):
             gen.write(nt)
-        gen_s = time.perf_counter() - t0
+            gen_s = time.perf_counter() - t0
+        db = Path(args.db) if args.db else Path(tmp) / "virtuoso"
+        saved = db / "load.json"
+        reuse = (db / "db").exists() and saved.exists()
         srv = VirtuosoServer(
-            {GRAPH_IRI: [nt]}, graph=GRAPH_IRI, directory=Path(tmp) / "virtuoso", buffers=args.buffers,
+            {GRAPH_IRI: [nt]}, graph=GRAPH_IRI, directory=db, buffers=args.buffers,
             loaders=args.loaders, load_timeout=7200,
         )  # fmt: skip
         try:
+            t0 = time.perf_counter()
             srv.start()
-            load = {
-                "triples": args.triples,
-                "generate_s": gen_s,
-                "load_s": srv.load_seconds,
-                "disk_mb": disk_mb(srv.db_dir),
-                **{f"server_{k}_mb": v for k, v in server_memory(srv.pid).items()},
-            }
+            if reuse:
+                load = {**json.loads(saved.read_text()), "reused": True}
+                load["restart_s"] = time.perf_counter() - t0
+            else:
+                load = {
+                    "triples": args.triples,
+                    "generate_s": gen_s,
+                    "load_s": srv.load_seconds,
+                    "disk_mb": disk_mb(srv.db_dir),
+                    "buffers": args.buffers,
+                    "loaders": args.loaders,
+                    **{f"server_{k}_mb": v for k, v in server_memory(srv.pid).items()},
+                }
+                if args.db:
+                    atomic_write(saved, json.dumps(load) + "\n")
             print(f"# loaded: {json.dumps(load)}", file=sys.stderr, flush=True)
-            kg = SparqlKG(srv.endpoint, profile="freebase", graph=GRAPH_IRI, timeout=args.timeout)
+            if args.load_only:
+                return 0
+            # the sampling's exact answer counts run without a limit: at least a minute per request
+            sample_timeout = max(args.timeout, 60.0)
+            kg = SparqlKG(srv.endpoint, profile="freebase", graph=GRAPH_IRI, timeout=sample_timeout)
             t0 = time.perf_counter()
             qs = sample_questions(kg, gen, args.questions, args.seed)
             print(f"# {len(qs)} questions in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
@@ -402,21 +530,32 @@ def main(argv: list[str] | None = None) -> int:
             results = []
             root = str(Path(__file__).resolve().parents[2])
             worker_path = os.pathsep.join([args.worker_path, root] if args.worker_path else [root])
-            for m in methods:
-                cmd = [sys.executable, __file__, "--worker", m, str(qfile), srv.endpoint]
-                proc = subprocess.run(
-                    [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
-                    env={**os.environ, "PYTHONPATH": worker_path},
-                )  # fmt: skip
-                if proc.returncode != 0:
-                    print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
-                    continue
-                res = json.loads(proc.stdout.strip().splitlines()[-1])
-                print(f"# {m}: kg_agents from {res['kg_agents']}", file=sys.stderr)
-                res["server_rss_mb"] = server_memory(srv.pid).get("VmRSS")
-                results.append(summarise(res))
-                brief = {k: v for k, v in results[-1].items() if k != "rows"}
-                print(f"# {m}: {json.dumps(brief)}", file=sys.stderr, flush=True)
+            with ExitStack() as stack:
+                endpoint, proxy = srv.endpoint, None
+                if args.faults:
+                    from tests.faultproxy import FaultProxyProcess
+
+                    proxy = stack.enter_context(FaultProxyProcess(srv.endpoint))
+                    rates = dict.fromkeys(("delay", "http500", "close"), args.faults / 3)
+                    proxy.set_random(rates, seed=args.fault_seed, delay=2 * args.timeout)
+                    endpoint = proxy.endpoint
+                for m in methods:
+                    cmd = [sys.executable, __file__, "--worker", m, str(qfile), endpoint]
+                    proc = subprocess.run(
+                        [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
+                        env={**os.environ, "PYTHONPATH": worker_path},
+                    )  # fmt: skip
+                    if proc.returncode != 0:
+                        print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+                        continue
+                    res = json.loads(proc.stdout.strip().splitlines()[-1])
+                    print(f"# {m}: kg_agents from {res['kg_agents']}", file=sys.stderr)
+                    res["server_rss_mb"] = server_memory(srv.pid).get("VmRSS")
+                    results.append(summarise(res))
+                    if proxy is not None:  # the proxy's counts so far: every method's requests
+                        results[-1]["faults"] = proxy.fault_counts()
+                    brief = {k: v for k, v in results[-1].items() if k != "rows"}
+                    print(f"# {m}: {json.dumps(brief)}", file=sys.stderr, flush=True)
         finally:
             srv.stop()
     print_tables(load, qs, results)
@@ -429,7 +568,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
     print(
-        f"\n{load['triples']:,} triples: generated in {load['generate_s']:.1f} s, Virtuoso bulk load "
+        f"\n{load['triples']:,} triples: "
+        + (f"generated in {load['generate_s']:.1f} s, " if load.get("generate_s") is not None else "")
+        + f"Virtuoso bulk load "
         f"{load['load_s']:.1f} s, server RSS {load.get('server_VmRSS_mb', 0):.0f} MB "
         f"(peak {load.get('server_VmHWM_mb', 0):.0f}), database {load['disk_mb']:.0f} MB on disk"
     )
@@ -454,6 +595,18 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
             f"{r['kg_calls']:.0f} | {r['rss_ready_mb']:.0f} / {r['rss_max_mb']:.0f} | "
             f"{r['server_rss_mb'] or 0:.0f} |"
         )
+    for r in results:
+        if r["method"] == "gcr_trie":
+            rows = [x for x in r["rows"] if not x.get("error")]
+            print(
+                f"\ngcr_trie: of {len(rows)} tries, {sum(x['truncated'] for x in rows)} cut by a cap: "
+                f"{sum(x['path_cap'] for x in rows)} at max_paths, {sum(x['topic_cut'] for x in rows)} "
+                f"with the topic's own neighbour list cut; neighbour lists cut per trie median "
+                f"{statistics.median(x['cut_lists'] for x in rows) if rows else 0:.0f}"
+            )
+        if r.get("error_types") or r.get("faults"):
+            print(f"\n{r['method']}: questions by error type {r.get('error_types') or {}}", end="")
+            print(f"; proxy requests by fault so far {r['faults']}" if r.get("faults") else "")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,30 @@ def test_fanout_and_path_limits_reported(kg, tok):
     assert trie.stats.path_limit_hit and len(trie) == 3
 
 
+def test_hub_trie_reads_and_paths_stay_under_the_caps(tok, monkeypatch):
+    """A hub's L=2 trie: no neighbour list read is longer than ``fanout_limit``, the trie holds at most
+    ``max_paths`` paths, and both cuts are reported (what benchmarks/kg/scale.py counts at 50M triples)."""
+    hub = "Hub Actor"
+    triples = [(f"film{i}", "starred_actors", hub) for i in range(3000)]
+    triples += [(f"film{i}", "directed_by", f"director{i % 50}") for i in range(3000)]
+    triples += [(f"film{i}", "has_genre", "Drama") for i in range(3000)]
+    hub_kg = MemoryKG(triples)
+    reads: list[tuple[int | None, int]] = []
+    real = hub_kg.neighbors_many
+
+    def spy(entities, *args, **kw):
+        got = real(entities, *args, **kw)
+        reads.append((kw.get("limit"), max(len(tl) for tl in got.values())))
+        return got
+
+    monkeypatch.setattr(hub_kg, "neighbors_many", spy)
+    whole = build_trie(hub_kg, [hub], tok, max_hops=2, fanout_limit=100, max_paths=None)
+    assert len(whole) == 300 and hub in whole.stats.fanout_truncated and not whole.stats.path_limit_hit
+    capped = build_trie(hub_kg, [hub], tok, max_hops=2, fanout_limit=100, max_paths=250)
+    assert len(capped) == 250 and capped.stats.path_limit_hit and capped.stats.truncated
+    assert reads and all(limit == 100 and longest <= 100 for limit, longest in reads)
+
+
 def test_unknown_entity_gives_empty_trie(kg, tok):
     trie = build_trie(kg, ["No Such Film"], tok)
     assert len(trie) == 0 and trie.allowed([]) == []
