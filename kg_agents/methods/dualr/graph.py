@@ -137,7 +137,7 @@ def create_dualr_graph(
     whole_set: bool = True,
     set_ratio: float = 0.2,
     max_answers: int = 100,
-    path_match: bool | Literal["auto"] = "auto",
+    path_match: bool = False,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """DualR: GNN exploration, reasoning chains and one LLM call for the answer (or none).
 
@@ -184,9 +184,10 @@ def create_dualr_graph(
         path_match: with one topic entity, group the candidates by the relation path of their chains
             and put first the path whose relation names read closest to the question (cosine of the
             frozen encoder's vectors), the GNN's probability ordering the candidates within a path;
-            the whole answer set is then the chosen answer's path's candidates. ``"auto"`` (default):
-            on where the KG pack's route says so (a pack ``kg-agents specialise`` built, whose GNN
-            learnt generic question forms rather than people's wording), off otherwise.
+            the whole answer set is then the chosen answer's path's candidates. For a GNN trained on
+            synthesised questions asked in other words: on PathQuestion's 2-hop set it turns many
+            answers one hop short into right ones, on MetaQA's 1-hop questions it takes longer paths
+            than asked (docs/methods/dualr.md). Off by default.
 
     Raises:
         ConfigError: a bad option or a missing checkpoint (at creation, not during a run).
@@ -200,13 +201,11 @@ def create_dualr_graph(
         raise ConfigError(f"whole_set must be True or False, got {whole_set!r}")
     if isinstance(max_answers, bool) or not isinstance(max_answers, int) or max_answers < 1:
         raise ConfigError(f"max_answers must be a positive integer, got {max_answers!r}")
-    if path_match != "auto" and not isinstance(path_match, bool):
-        raise ConfigError(f"path_match must be True, False or 'auto', got {path_match!r}")
+    if not isinstance(path_match, bool):
+        raise ConfigError(f"path_match must be True or False, got {path_match!r}")
     check_adapter(adapter)
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
     chosen = resolve_pack(kg, pack)
-    if path_match == "auto":
-        path_match = chosen is not None and bool(chosen.route("dualr").get("path_match"))
     packed = chosen.component_path(DUALR) if chosen is not None else None
     model = DualRExplorer.load(checkpoint or packed or DEFAULT_CHECKPOINT)
     if layers is not None and not 1 <= layers <= model.config.layers:

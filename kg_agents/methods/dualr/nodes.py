@@ -302,15 +302,18 @@ def match_paths(
     deps: DualRDeps, question: str, pool: list[dict[str, Any]], chains: dict[str, str]
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """The candidates ordered by relation path: the path whose relation names read closest to the
-    question first (the cosine of the frozen encoder's vectors of the question, its topic entities
-    masked, and of the path's words, :func:`path_words`; a path that steps back along the relation it
-    came by goes after every other), ties (a path and its reverse read alike) by
-    the path's best probability, then by the path's text; within a path, by probability.
+    question first, by the cosine of the frozen encoder's vectors of the question (its topic entities
+    masked) and of the path's relation names read as words (:func:`path_words`). A path that steps
+    back along the relation it came by goes after every other; ties (a path and its reverse read
+    alike) go by the path's best probability, then by the path's text; within a path, candidates go
+    by probability.
 
     A GNN trained on synthesised questions learnt the generic forms' wording; a person's wording
-    ("X's other half's sex") it may read as a shorter chain. Relation names read as words are a
-    prior that does not depend on the wording the GNN learnt. Returns the ordered candidates and the
-    score of each relation path (its text, ``~`` marking a reverse step, -> cosine).
+    ("X's other half's sex") it may read as a shorter chain than it is. Relation names read as words
+    do not depend on the wording the GNN learnt; they favour the paths whose every relation the
+    question names, and also longer paths whose extra relation merely shares the question's topic
+    (docs/methods/dualr.md has the figures). Returns the ordered candidates and each relation path's
+    similarity (its text, ``~`` marking a reverse step, -> cosine).
     """
     by_path: dict[str, list[dict[str, Any]]] = {}
     words: dict[str, str] = {}
