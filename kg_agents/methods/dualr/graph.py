@@ -88,6 +88,8 @@ class DualRContext:
             conjunction), by probability; False: only the chosen answers (the paper).
         set_ratio: the share of the best candidate's probability a whole set's member needs.
         max_answers: the most answers of a whole set (the cut is traced).
+        path_match: order the candidates by relation path, the path whose relation names read closest
+            to the question first (see :func:`~.nodes.match_paths`).
     """
 
     num_candidates: int | None = None
@@ -98,6 +100,7 @@ class DualRContext:
     whole_set: bool | None = None
     set_ratio: float | None = None
     max_answers: int | None = None
+    path_match: bool | None = None
 
 
 class DualRState(ReasoningState, total=False):
@@ -134,6 +137,7 @@ def create_dualr_graph(
     whole_set: bool = True,
     set_ratio: float = 0.2,
     max_answers: int = 100,
+    path_match: bool = False,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """DualR: GNN exploration, reasoning chains and one LLM call for the answer (or none).
 
@@ -177,6 +181,13 @@ def create_dualr_graph(
             probability; False: the chosen answers only (the paper).
         set_ratio: see ``whole_set`` (0.2: the F1 of the GNN's sets on MetaQA, docs/methods/dualr.md).
         max_answers: the cut of a whole answer set (traced in ``determine_answer``'s ``whole_set``).
+        path_match: with one topic entity, group the candidates by the relation path of their chains
+            and put first the path whose relation names read closest to the question (cosine of the
+            frozen encoder's vectors), the GNN's probability ordering the candidates within a path;
+            the whole answer set is then the chosen answer's path's candidates. For a GNN trained on
+            synthesised questions asked in other words: on PathQuestion's 2-hop set it turns many
+            answers one hop short into right ones, on MetaQA's 1-hop questions it takes longer paths
+            than asked (docs/methods/dualr.md). Off by default.
 
     Raises:
         ConfigError: a bad option or a missing checkpoint (at creation, not during a run).
@@ -190,6 +201,8 @@ def create_dualr_graph(
         raise ConfigError(f"whole_set must be True or False, got {whole_set!r}")
     if isinstance(max_answers, bool) or not isinstance(max_answers, int) or max_answers < 1:
         raise ConfigError(f"max_answers must be a positive integer, got {max_answers!r}")
+    if not isinstance(path_match, bool):
+        raise ConfigError(f"path_match must be True or False, got {path_match!r}")
     check_adapter(adapter)
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
     chosen = resolve_pack(kg, pack)

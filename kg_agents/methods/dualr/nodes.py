@@ -11,6 +11,7 @@ multiple-choice prompt) and :func:`parse_choice` (the option the LLM picked, or 
 
 from __future__ import annotations
 
+import itertools
 import re
 import string
 import threading
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
@@ -35,6 +37,7 @@ from kg_agents.kg.encoder import Encoder
 from kg_agents.kg.text import bracket_mentions
 from kg_agents.methods.dualr.gnn.encoding import encoder_dim, get_text_encoder
 from kg_agents.methods.dualr.gnn.explorer import DualRExplorer, ExplorationGraph, backtrack
+from kg_agents.synth.phrase import humanise
 from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
@@ -147,6 +150,7 @@ class ExplorerSession:
         self._given = encoder
         self._encoder: Encoder | None = None
         self._graph: ExplorationGraph | None = None
+        self._texts: dict[str, np.ndarray] = {}
 
     def encoder(self) -> Encoder:
         """The text encoder, checked against the size the checkpoint expects.
@@ -163,6 +167,15 @@ class ExplorerSession:
                 )
             self._encoder = enc
         return self._encoder
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of ``texts`` by :meth:`encoder`, each text encoded once per session."""
+        new = [t for t in dict.fromkeys(texts) if t not in self._texts]
+        if new:
+            vecs = np.asarray(self.encoder()(new), np.float32)
+            for t, v in zip(new, vecs, strict=True):
+                self._texts[t] = v / (float(np.linalg.norm(v)) or 1.0)
+        return np.stack([self._texts[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
 
     def graph(self) -> ExplorationGraph:
         """The exploration graph over :attr:`kg` (call it holding :attr:`lock`)."""
@@ -268,6 +281,56 @@ def _topic_chains(
     return out
 
 
+def _relations(chains: dict[str, str], entity: str) -> tuple[str, ...]:
+    """The relation path of ``entity``'s chain (empty without one)."""
+    return tuple(path_relations(Path.from_text(chains[entity]))) if entity in chains else ()
+
+
+def _turns_back(relation_path: str) -> bool:
+    """Whether a relation path takes a step and then the same step back (``gender ~gender``): it
+    reads as its relation twice without asking anything more."""
+    steps = relation_path.split()
+    return any(b == (a[1:] if a.startswith("~") else "~" + a) for a, b in itertools.pairwise(steps))
+
+
+def path_words(path: Path) -> str:
+    """A chain's relation path read as words, one relation after the other (``"spouse gender"``)."""
+    return " ".join(humanise(h.relation).phrase for h in path.hops)
+
+
+def match_paths(
+    deps: DualRDeps, question: str, pool: list[dict[str, Any]], chains: dict[str, str]
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The candidates ordered by relation path: the path whose relation names read closest to the
+    question first, by the cosine of the frozen encoder's vectors of the question (its topic entities
+    masked) and of the path's relation names read as words (:func:`path_words`). A path that steps
+    back along the relation it came by goes after every other; ties (a path and its reverse read
+    alike) go by the path's best probability, then by the path's text; within a path, candidates go
+    by probability.
+
+    A GNN trained on synthesised questions learnt the generic forms' wording; a person's wording
+    ("X's other half's sex") it may read as a shorter chain than it is. Relation names read as words
+    do not depend on the wording the GNN learnt; they favour the paths whose every relation the
+    question names, and also longer paths whose extra relation merely shares the question's topic
+    (docs/methods/dualr.md has the figures). Returns the ordered candidates and each relation path's
+    similarity (its text, ``~`` marking a reverse step, -> cosine).
+    """
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    words: dict[str, str] = {}
+    for c in pool:
+        path = Path.from_text(chains[c["entity"]])
+        key = " ".join(path_relations(path))
+        by_path.setdefault(key, []).append(c)
+        words[key] = path_words(path)
+    if len(by_path) < 2:
+        return pool, dict.fromkeys(by_path, 1.0)
+    keys = sorted(by_path)
+    vecs = deps.explorer.encode_texts([question, *(words[k] for k in keys)])
+    sims = {k: float(v @ vecs[0]) for k, v in zip(keys, vecs[1:], strict=True)}
+    order = sorted(keys, key=lambda k: (_turns_back(k), -round(sims[k], 6), -by_path[k][0]["probability"], k))
+    return [c for k in order for c in by_path[k]], sims
+
+
 @metered
 @guarded("backtrack")
 def backtrack_chains(
@@ -297,6 +360,13 @@ def backtrack_chains(
     dropped = [c["entity"] for c in state.get("candidates") or [] if c["entity"] not in kept]
     info: dict[str, Any] = {"node": "backtrack", "chains": {c["entity"]: kept[c["entity"]] for c in cands}}
     info["no_chain"] = dropped
+    if ctx.path_match and len(topics) <= 1 and pool:
+        question = bracket_mentions(state["question"], [deps.kg.label(t) for t in topics])
+        pool, sims = match_paths(deps, question, pool, kept)
+        best = " ".join(path_relations(Path.from_text(kept[pool[0]["entity"]])))
+        cands = pool[: ctx.num_candidates]
+        info["chains"] = {c["entity"]: kept[c["entity"]] for c in cands}
+        info["path_match"] = {"best": best, "paths": {w: round(v, 4) for w, v in sims.items()}}
     every: dict[str, list[str]] = {}
     if len(topics) > 1:
         every = _topic_chains(
@@ -363,6 +433,9 @@ def determine_answer(
     trace: dict[str, Any] = {"node": "determine_answer"}
     if deps.answer_with == "gnn":
         best = cands[0]["probability"]
+        if ctx.path_match and not state.get("topic_chains"):  # the best-matching path's candidates
+            first = _relations(chains, cands[0]["entity"])
+            cands = [c for c in cands if _relations(chains, c["entity"]) == first]
         chosen = [c["entity"] for c in cands if c["probability"] >= ctx.answer_ratio * best]
         if state.get("topic_chains"):  # a conjunction: the soonest meeting (its whole set follows)
             chosen = chosen[:1]
@@ -437,10 +510,17 @@ def whole_answer_set(
         support = {e: [Path.from_text(t) for t in every[e]] for e in chosen} | got.support
         answers = list(dict.fromkeys([*chosen, *got.answers]))
     else:
-        best = max((c["probability"] for c in pool), default=0.0)
-        more = [
-            c["entity"] for c in pool if c["probability"] >= ctx.set_ratio * best and c["probability"] > 0
-        ]
+        if ctx.path_match:
+            # the ends of the chosen answers' relation paths, every one the exploration kept
+            rels = {_relations(chains, e) for e in chosen if e in chains}
+            more = [
+                c["entity"] for c in pool if c["entity"] in chains and _relations(chains, c["entity"]) in rels
+            ]
+        else:
+            best = max((c["probability"] for c in pool), default=0.0)
+            more = [
+                c["entity"] for c in pool if c["probability"] >= ctx.set_ratio * best and c["probability"] > 0
+            ]
         answers = [e for e in dict.fromkeys([*chosen, *more]) if e in chains]
         support = {e: [Path.from_text(chains[e])] for e in answers}
     kept = answers[: ctx.max_answers]

@@ -178,6 +178,8 @@ def test_bad_options(kg, checkpoint, tmp_path, no_model):
         create_dualr_graph(kg, llm=llm, checkpoint=str(tmp_path / "missing.pt"))
     with pytest.raises(ConfigError, match="answer_with"):
         create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, answer_with="none")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="path_match"):
+        create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, path_match="yes")  # type: ignore[arg-type]
 
 
 def test_registered():

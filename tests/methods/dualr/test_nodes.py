@@ -138,3 +138,111 @@ def test_determine_answer_records_no_answer(reply):
     out = determine_answer(deps, {"question": "q", "candidates": CANDIDATES, "chains": CHAINS})
     assert out["answers"] == [] and out["paths"] == []
     assert [(e["node"], e["type"]) for e in out["errors"]] == [("determine_answer", "NoAnswer")]
+
+
+class KeywordEncoder:
+    """A text encoder that counts a few words (one dimension each), so similarities are known."""
+
+    WORDS = ("directed", "starred", "year", "written")
+
+    def __init__(self, dim: int = 16) -> None:
+        self.dim = dim
+        self.name = "keywords"
+
+    def __call__(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            for j, w in enumerate(self.WORDS):
+                out[i, j] = t.lower().count(w)
+            out[i, -1] = 0.1  # no text is the zero vector
+        return out
+
+
+#: Tom Hanks' films (layer 1), their directors and years (layer 2), and a step back (layer 3); an
+#: entity stays a candidate through the later layers by an identity edge (relation None).
+def _stay(*entities: str) -> list:
+    return [(e, None, False, e, 1.0) for e in entities]
+
+
+HANKS_EXPLORED = [
+    [
+        ("Tom Hanks", "starred_actors", True, "Splash", 0.9),
+        ("Tom Hanks", "starred_actors", True, "Big", 0.8),
+    ],
+    [
+        *_stay("Splash", "Big"),
+        ("Splash", "directed_by", False, "Ron Howard", 0.7),
+        ("Big", "directed_by", False, "Penny Marshall", 0.6),
+        ("Big", "release_year", False, "1988", 0.5),
+    ],
+    [
+        *_stay("Splash", "Big", "Ron Howard", "Penny Marshall", "1988"),
+        ("Ron Howard", "directed_by", True, "Parenthood", 0.4),
+    ],
+]
+HANKS_POOL = [
+    {"entity": "Splash", "probability": 0.4},
+    {"entity": "Big", "probability": 0.3},
+    {"entity": "Parenthood", "probability": 0.12},
+    {"entity": "Ron Howard", "probability": 0.1},
+    {"entity": "1988", "probability": 0.05},
+    {"entity": "Penny Marshall", "probability": 0.03},
+]
+
+
+def hanks_state(question: str) -> dict:
+    return {
+        "question": question,
+        "topic_entities": ["Tom Hanks"],
+        "explored": HANKS_EXPLORED,
+        "candidates": HANKS_POOL[:3],
+        "pool": HANKS_POOL,
+    }
+
+
+def test_path_match_puts_the_path_that_reads_like_the_question_first():
+    deps = make_deps(encoder=KeywordEncoder(), answer_with="gnn", path_match=True, whole_set=True)
+    state = hanks_state("who directed the films of [Tom Hanks]")
+    out = backtrack_chains(deps, state, run(None))
+    # "starred actors directed by" reads closest, then "starred actors", then "starred actors release
+    # year"; the step back along directed_by goes last, though it reads as close; within a path, by
+    # probability
+    assert [c["entity"] for c in out["pool"]] == [
+        "Ron Howard",
+        "Penny Marshall",
+        "Splash",
+        "Big",
+        "1988",
+        "Parenthood",
+    ]
+    assert [c["entity"] for c in out["candidates"]] == ["Ron Howard", "Penny Marshall", "Splash"]
+    info = out["trace"][0]["path_match"]
+    assert info["best"] == "~starred_actors directed_by"
+    assert info["paths"]["~starred_actors directed_by"] > info["paths"]["~starred_actors release_year"]
+    # the answer is the best path's candidate; the whole set, every end of that path
+    answer = determine_answer(deps, {**state, **out}, run(None))
+    assert answer["answers"] == ["Ron Howard", "Penny Marshall"]
+    assert [p.to_text() for p in answer["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Splash -> directed_by -> Ron Howard",
+        "Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall",
+    ]
+
+
+def test_without_path_match_the_gnn_order_stands():
+    deps = make_deps(encoder=KeywordEncoder(), answer_with="gnn", path_match=False, whole_set=True)
+    state = hanks_state("who directed the films of [Tom Hanks]")
+    out = backtrack_chains(deps, state, run(None))
+    assert [c["entity"] for c in out["pool"]] == [c["entity"] for c in HANKS_POOL]
+    assert "path_match" not in out["trace"][0]
+    # a run's context turns it on
+    out = backtrack_chains(deps, state, run(DualRContext(path_match=True)))
+    assert out["pool"][0]["entity"] == "Ron Howard"
+
+
+def test_path_match_reads_the_year_question_as_the_year_path():
+    deps = make_deps(encoder=KeywordEncoder(), answer_with="gnn", path_match=True, whole_set=True)
+    state = hanks_state("what year were the films of [Tom Hanks] released")
+    out = backtrack_chains(deps, state, run(None))
+    assert out["pool"][0]["entity"] == "1988"
+    answer = determine_answer(deps, {**state, **out}, run(None))
+    assert answer["answers"] == ["1988"]
