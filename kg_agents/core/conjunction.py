@@ -31,7 +31,16 @@ from kg_agents.core.chains import walk_chain
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import Path, verify_path
 
-__all__ = ["MAX_TRIES", "AnswerSet", "Meeting", "answer_set", "chain_combinations", "meet", "path_relations"]
+__all__ = [
+    "MAX_TRIES",
+    "AnswerSet",
+    "Meeting",
+    "answer_set",
+    "chain_combinations",
+    "from_every_topic",
+    "meet",
+    "path_relations",
+]
 
 #: The most combinations of relation paths :func:`meet` walks before it gives up.
 MAX_TRIES = 25
@@ -207,3 +216,28 @@ def meet(
         if got.answers:
             return Meeting(got, walks, tries)
     return Meeting(None, walks, tries)
+
+
+def from_every_topic(
+    candidates: Mapping[str, Sequence[Path]], topics: Sequence[str]
+) -> dict[str, list[Path]]:
+    """The candidates reached from every topic entity, each with its first path from each, in the topics'
+    order (a method that finds paths otherwise than by walking chains: retrieved triples, decoded paths).
+
+    Args:
+        candidates: ``{answer: the (verified) paths ending at it}``, best first.
+        topics: the topic entities (distinct, in order).
+
+    Example:
+        >>> a, b = Path.from_text("A -> r -> X"), Path.from_text("B -> s -> X")
+        >>> {k: [p.to_text() for p in v] for k, v in from_every_topic(
+        ...     {"X": [b, a], "Y": [Path.from_text("A -> r -> Y")]}, ["A", "B"]).items()}
+        {'X': ['A -> r -> X', 'B -> s -> X']}
+    """
+    starts = list(dict.fromkeys(topics))
+    out: dict[str, list[Path]] = {}
+    for answer, paths in candidates.items():
+        first = {t: next((p for p in paths if p.start == t), None) for t in starts}
+        if starts and all(first.values()):
+            out[answer] = [p for p in first.values() if p is not None]
+    return out

@@ -279,9 +279,10 @@ def create_knowledge_navigator_graph(
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
             select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate,
             relation_chain, plan_example, whole_set, conjunction, conjunction_fallback: the defaults of
-            the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default) ranks relations and answers by
-            the model's log-probability (relations with the ``select_relations_rank`` prompt, chains with
-            ``select_chain_rank``); ``"generate"`` is the paper's free-generation route.
+            the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default)
+            ranks relations and answers by the model's log-probability (relations with the
+            ``select_relations_rank`` prompt, chains with ``select_chain_rank``); ``"generate"`` is the
+            paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
         select_prompt: the ``select_relations`` prompt.
         reason_prompt: the ``reason`` prompt, also used for few-shot reasoning unless ``prompts`` names
