@@ -52,6 +52,7 @@ __all__ = [
     "graph_rag_answer",
     "graph_rag_retrieve",
     "llm_only_answer",
+    "nearest_meeting",
     "text_rag_after_link",
     "text_rag_answer",
     "text_rag_retrieve",
@@ -161,6 +162,24 @@ def at_distance(paths: list[Path], hops: int | None) -> tuple[list[Path], bool]:
     return kept, True
 
 
+def nearest_meeting(met: dict[str, list[Path]]) -> tuple[dict[str, list[Path]], int | None]:
+    """The candidates of ``met`` (one path from each topic entity) whose paths have the fewest hops in
+    all, and that number (None when there are none).
+
+    Example:
+        >>> near = Path.from_text("A -> r -> X"), Path.from_text("B -> s -> X")
+        >>> far = Path.from_text("A -> r -> X -> g -> G"), Path.from_text("B -> s -> Y -> g -> G")
+        >>> got, n = nearest_meeting({"G": list(far), "X": list(near)})
+        >>> list(got), n
+        (['X'], 2)
+    """
+    if not met:
+        return {}, None
+    size = {a: sum(len(p.hops) for p in ps) for a, ps in met.items()}
+    least = min(size.values())
+    return {a: ps for a, ps in met.items() if size[a] == least}, least
+
+
 @metered
 @guarded("retrieve")
 def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
@@ -234,21 +253,23 @@ def answer_from_paths(
     candidates that far from a topic entity are offered, where there are any.
 
     Several topic entities (``conjunction``, on by default): the candidates are the entities the
-    retrieved triples connect to every topic entity, and every one of them is an answer, best first (cut
-    at ``max_answers``), with its path from each topic entity; when none is reached from all of them,
-    there is no answer (a ``NoMeeting`` error). ``conjunction`` off: any topic entity's neighbour is one.
+    retrieved triples connect to every topic entity by the fewest hops in all (:func:`nearest_meeting`:
+    the films two actors share, not the genres their films share), and every one of them is an answer,
+    best first (cut at ``max_answers``), with its path from each topic entity; when none is reached from
+    all of them, there is no answer (a ``NoMeeting`` error). The answer distance does not apply (a
+    conjunction's chains may differ in length). ``conjunction`` off: any topic entity's neighbour is one.
     """
     kg = deps.kg
     triples = state.get("triples") or []
     topics = list(dict.fromkeys(state.get("topic_entities") or []))
-    hops = state.get("answer_hops")
+    conjunction = bool(ctx.conjunction) and len(topics) > 1
+    hops = None if conjunction else state.get("answer_hops")
     paths, filtered = at_distance(paths, hops)
     candidates = answer_candidates(kg.label, paths, exclude=topics)
-    conjunction = bool(ctx.conjunction) and len(topics) > 1
     trace: dict[str, Any] = {"node": "answer", "decide": ctx.decide, "candidates": len(candidates)}
     if conjunction:  # only the entities reached from every topic entity, one path from each
-        candidates = from_every_topic(candidates, topics)
-        trace.update(conjunction=True, met=len(candidates))
+        candidates, hops_in_all = nearest_meeting(from_every_topic(candidates, topics))
+        trace.update(conjunction=True, met=len(candidates), met_hops=hops_in_all)
         if not candidates and paths:
             return {
                 "answers": [],
