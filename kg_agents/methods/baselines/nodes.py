@@ -51,6 +51,7 @@ __all__ = [
     "answer_from_paths",
     "graph_rag_answer",
     "graph_rag_retrieve",
+    "hub_links",
     "llm_only_answer",
     "nearest_meeting",
     "text_rag_after_link",
@@ -180,6 +181,31 @@ def nearest_meeting(met: dict[str, list[Path]]) -> tuple[dict[str, list[Path]], 
     return {a: ps for a, ps in met.items() if size[a] == least}, least
 
 
+def hub_links(
+    kg: Any, lists: Mapping[str, list[Triple]], hubs: list[str], fanout: int
+) -> dict[str, list[Triple]]:
+    """For each topic entity in ``hubs`` (whose neighbours were cut at the fan-out: a genre, a language),
+    the triples that link it to the neighbours of the other topic entities (one read of their
+    neighbourhoods): a conjunction's answers are among those, wherever the hub's cut fell.
+
+    Example:
+        >>> from kg_agents.kg import MemoryKG
+        >>> kg = MemoryKG([("A", "genre", "Western"), ("B", "genre", "Western"), ("B", "by", "Mann")])
+        >>> hub_links(kg, {"Western": [], "Mann": [Triple("B", "by", "Mann")]}, ["Western"], 10)
+        {'Western': [Triple(head='B', relation='genre', tail='Western')]}
+    """
+    skip = set(lists)
+    others = list(
+        dict.fromkeys(
+            t.other(e) for e, ts in lists.items() if e not in hubs for t in ts if t.other(e) not in skip
+        )
+    )
+    if not others:
+        return {}
+    back = kg.neighbors_many(others, direction="both", limit=fanout)
+    return {h: [t for o in others for t in back.get(o, []) if t.other(o) == h] for h in hubs}
+
+
 @metered
 @guarded("retrieve")
 def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
@@ -191,6 +217,8 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
 
     Several topic entities: each has its own neighbourhood, with its share of ``max_neighbourhood``,
     and the triples are taken from each in turn, so the cut at ``max_triples`` keeps some of every one.
+    At 1 hop, a topic entity whose neighbours the fan-out cut (a hub: a genre, a language) gets first
+    the triples linking it to the other topic entities' neighbours (:func:`hub_links`).
     """
     ctx = run_context(runtime, deps.defaults)
     ents = list(dict.fromkeys(state.get("topic_entities") or []))
@@ -215,9 +243,17 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
         }
     nbrs = deps.kg.neighbors_many(ents, direction="both", limit=deps.fanout_limit)
     truncated = [e for e, tl in nbrs.items() if tl.truncated]
-    triples: list[Triple] = interleave(list(nbrs.get(e, [])) for e in ents)
+    lists = {e: list(nbrs.get(e, [])) for e in ents}
+    linked = 0
+    if ctx.conjunction and len(ents) > 1 and truncated and len(truncated) < len(ents):
+        links = hub_links(deps.kg, lists, truncated, deps.fanout_limit)
+        linked = sum(len(x) for x in links.values())
+        lists = {e: list(dict.fromkeys([*links.get(e, []), *ts])) for e, ts in lists.items()}
+    triples: list[Triple] = interleave(lists.values())
     cut = len(triples) > ctx.max_triples
     triples = triples[: ctx.max_triples]
+    if linked:
+        noted = {**noted, "hub_links": linked}
     return update | {
         "triples": triples,
         "evidence": [t.to_text() for t in triples],

@@ -73,6 +73,17 @@ def test_graph_rag_prompt_keeps_triples_of_every_topic():
     assert any("Tom Hanks" in e for e in out["evidence"]) and any("Zemeckis" in e for e in out["evidence"])
 
 
+def test_graph_rag_links_a_hub_topic_to_the_other_topics_neighbours():
+    llm = FakeChat(logprobs=_in_order)
+    g = create_graph_rag_graph(KG, llm=llm, answer_hops="none", fanout_limit=3)
+    # Tom Hanks's four films are cut at three; Robert Zemeckis's two are linked back to him
+    out = g.invoke(BOTH)
+    assert sorted(out["answers"]) == MET and out["errors"] == []
+    _one_path_per_topic(out)
+    step = next(t for t in out["trace"] if t["node"] == "retrieve")
+    assert step["fanout_truncated"] == ["Tom Hanks"] and step["hub_links"] == 2
+
+
 def test_graph_rag_two_hop_neighbourhoods_share_the_budget_and_meet_nearest():
     per_topic, cut = topic_neighbourhoods(KG, ["Tom Hanks", "Robert Zemeckis"], 2, 30, 6)
     assert [len(x) for x in per_topic] == [3, 3] and cut
