@@ -24,13 +24,42 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
+    "PACKAGE_PREFIX",
+    "PACKAGE_ROOT",
     "atomic_directory",
     "atomic_target",
     "atomic_write",
     "cache_root",
+    "portable_path",
     "remove_temporaries",
     "safe_name",
 ]
+
+#: The installed ``kg_agents`` package's folder, and the prefix that names a path inside it wherever it is
+#: installed (a pack's component paths, a run's record of a bundled pack or adapter).
+PACKAGE_ROOT = Path(__file__).resolve().parent
+PACKAGE_PREFIX = "package:"
+
+
+def portable_path(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> str | None:
+    """``path`` as a record that travels to another machine: ``package:<path>`` inside the installed
+    ``kg_agents`` package (:data:`PACKAGE_ROOT`), else relative to ``root`` (POSIX separators) when it
+    lies below it, else None (no path that would mean the same there).
+
+    Example:
+        >>> portable_path(PACKAGE_ROOT / "packs" / "bundled" / "metaqa")
+        'package:packs/bundled/metaqa'
+        >>> portable_path("/data/packs/mine", root="/data"), portable_path("/data/packs/mine")
+        ('packs/mine', None)
+    """
+    full = Path(path).expanduser().resolve()
+    for base, prefix in ((PACKAGE_ROOT, PACKAGE_PREFIX), (root, "")):
+        if base is None:
+            continue
+        anchor = Path(base).expanduser().resolve()
+        if full.is_relative_to(anchor):
+            return prefix + full.relative_to(anchor).as_posix()
+    return None
 
 
 def cache_root(*parts: str) -> Path:

@@ -34,3 +34,14 @@ def test_an_interrupt_right_after_the_temporary_file_exists_removes_it(tmp_path,
         files.atomic_write(target, "new")
     monkeypatch.undo()
     assert target.read_text() == "old" and _leftovers(tmp_path) == []
+
+
+def test_a_portable_path_is_package_relative_or_root_relative_or_none(tmp_path):
+    bundled = files.PACKAGE_ROOT / "packs" / "bundled" / "metaqa"
+    assert files.portable_path(bundled) == "package:packs/bundled/metaqa"
+    assert files.portable_path(bundled, root=tmp_path) == "package:packs/bundled/metaqa"
+    mine = tmp_path / "packs" / "mine"
+    assert files.portable_path(mine, root=tmp_path) == "packs/mine"
+    assert files.portable_path(mine, root=str(tmp_path / "packs" / "mine")) == "."
+    assert files.portable_path(mine) is None and files.portable_path(mine, root=tmp_path / "other") is None
+    assert files.portable_path(tmp_path / "a" / ".." / "b", root=tmp_path) == "b"  # resolved first

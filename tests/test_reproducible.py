@@ -11,13 +11,12 @@ import json
 import os
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.cli.scripted_cli import contract_questions, write_contract_kg
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING_KEYS = {"seconds"}
@@ -68,14 +67,9 @@ def _assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
 
 def test_an_llm_method_gives_the_same_predictions_in_every_process(tmp_path: Path) -> None:
     """graph_rag with the scripted chat model (tests/fakes.py) over the contract KG."""
-    kg = tmp_path / "kb.tsv"
-    kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
-    gold: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for h, r, t in CONTRACT_TRIPLES:
-        if r in TEMPLATES:
-            gold[(h, r)].append(t)
+    kg = write_contract_kg(tmp_path / "kb.tsv")
     qs = tmp_path / "qs.txt"
-    qs.write_text("".join(TEMPLATES[r].format(h) + "\t" + "|".join(ts) + "\n" for (h, r), ts in gold.items()))
+    qs.write_text("".join(q + "\t" + "|".join(ts) + "\n" for q, _, ts in contract_questions(TEMPLATES)))
     args = ["--method", "graph_rag", "--kg", str(kg), "--questions", str(qs), "--seed", "3"]
     first = _eval("tests.cli.scripted_cli", args, tmp_path / "a", hash_seed="1", concurrency=1)
     second = _eval("tests.cli.scripted_cli", args, tmp_path / "b", hash_seed="2", concurrency=4)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from kg_agents.core.chains import CHAIN_EXAMPLE, chain_text, relation_chains
@@ -67,42 +68,48 @@ def chain_f1(kg: Any, start: str, chains: Any, gold: set[str]) -> list[float]:
     return out
 
 
-def probe_chain(args: argparse.Namespace) -> None:
-    tpl = prompt_templates("graph_cot", ["explore_plan_relations"], None)["explore_plan_relations"]
-    print("| model | hops | n | best chain first, no example | with the example | s/question |")
-    print("|---|---|---|---|---|---|")
+def models_by_hops(args: argparse.Namespace) -> Iterator[tuple[str, Any, int, list[Any], Any]]:
+    """``(model spec, chat model, hops, validation questions, KG)`` for each model and each ``--hops``: the
+    seeded sample (``--seed``, ``--limit``) less its first ``--skip`` questions."""
     for spec in args.models:
         llm = resolve_chat_model(spec)
         for hops in args.hops:
             ds = list(load_metaqa(hops, "validation", seed=args.seed, limit=args.limit))[args.skip :]
-            kg = load_metaqa(hops, "validation", limit=1).default_kg()
-            right = {"none": 0, "example": 0}
-            t0 = time.perf_counter()
-            for q in ds:
-                start = q.topic_entities[0]
-                name = kg.label(start)
-                chains, _ = relation_chains(kg, [start], hops)
-                if not chains:
-                    continue
-                f1 = chain_f1(kg, start, chains, {a for a in q.answers if kg.has_entity(a)})
-                best = max(f1)
-                texts = [chain_text(c) for c in chains]
-                for variant, example in (("none", ""), ("example", CHAIN_EXAMPLE)):
-                    base = tpl.format_messages(question=f"[{name}]", entity=name, example=example)
-                    ranking = rank(
-                        llm,
-                        tpl.format_messages(question=q.question, entity=name, example=example),
-                        texts,
-                        baseline=None if args.plain else base,
-                    )
-                    right[variant] += best > 0 and f1[ranking.order()[0]] >= best - 1e-9
-            n = max(len(ds), 1)
-            secs = (time.perf_counter() - t0) / n
-            print(
-                f"| {spec} | {hops} | {len(ds)} | {right['none'] / n:.3f} | {right['example'] / n:.3f} "
-                f"| {secs:.1f} |",
-                flush=True,
-            )
+            yield spec, llm, hops, ds, load_metaqa(hops, "validation", limit=1).default_kg()
+
+
+def probe_chain(args: argparse.Namespace) -> None:
+    tpl = prompt_templates("graph_cot", ["explore_plan_relations"], None)["explore_plan_relations"]
+    print("| model | hops | n | best chain first, no example | with the example | s/question |")
+    print("|---|---|---|---|---|---|")
+    for spec, llm, hops, ds, kg in models_by_hops(args):
+        right = {"none": 0, "example": 0}
+        t0 = time.perf_counter()
+        for q in ds:
+            start = q.topic_entities[0]
+            name = kg.label(start)
+            chains, _ = relation_chains(kg, [start], hops)
+            if not chains:
+                continue
+            f1 = chain_f1(kg, start, chains, {a for a in q.answers if kg.has_entity(a)})
+            best = max(f1)
+            texts = [chain_text(c) for c in chains]
+            for variant, example in (("none", ""), ("example", CHAIN_EXAMPLE)):
+                base = tpl.format_messages(question=f"[{name}]", entity=name, example=example)
+                ranking = rank(
+                    llm,
+                    tpl.format_messages(question=q.question, entity=name, example=example),
+                    texts,
+                    baseline=None if args.plain else base,
+                )
+                right[variant] += best > 0 and f1[ranking.order()[0]] >= best - 1e-9
+        n = max(len(ds), 1)
+        secs = (time.perf_counter() - t0) / n
+        print(
+            f"| {spec} | {hops} | {len(ds)} | {right['none'] / n:.3f} | {right['example'] / n:.3f} "
+            f"| {secs:.1f} |",
+            flush=True,
+        )
 
 
 # --------------------------------------------------------------------------- relation
@@ -152,30 +159,26 @@ def probe_relation(args: argparse.Namespace) -> None:
     templates = prompt_templates("knowledge_navigator", ["select_relations", "select_relations_rank"], None)
     print("| model | hops | n | ranked: chain reaches a gold answer | calibrated | generated | s/question |")
     print("|---|---|---|---|---|---|---|")
-    for spec in args.models:
-        llm = resolve_chat_model(spec)
-        for hops in args.hops:
-            ds = list(load_metaqa(hops, "validation", seed=args.seed, limit=args.limit))[args.skip :]
-            kg = load_metaqa(hops, "validation", limit=1).default_kg()
-            ok = {"rank": 0, "calibrated": 0, "generate": 0}
-            t0 = time.perf_counter()
-            for q in ds:
-                golds = {normalize_answer(a) for a in q.answers}
-                for route in ok:
-                    frontier = list(q.topic_entities)
-                    seen = set(frontier)
-                    for _ in range(hops):
-                        opts = candidates(kg, frontier)
-                        if not opts or not frontier:
-                            frontier = []
-                            break
-                        pick = _pick_relation(route, llm, templates, q, kg.label(frontier[0]), opts)
-                        frontier = follow(kg, frontier, opts[pick], seen)
-                    ok[route] += any(normalize_answer(kg.label(e)) in golds for e in frontier)
-            n = max(len(ds), 1)
-            rates = " | ".join(f"{ok[r] / n:.3f}" for r in ok)
-            secs = (time.perf_counter() - t0) / n
-            print(f"| {spec} | {hops} | {len(ds)} | {rates} | {secs:.1f} |", flush=True)
+    for spec, llm, hops, ds, kg in models_by_hops(args):
+        ok = {"rank": 0, "calibrated": 0, "generate": 0}
+        t0 = time.perf_counter()
+        for q in ds:
+            golds = {normalize_answer(a) for a in q.answers}
+            for route in ok:
+                frontier = list(q.topic_entities)
+                seen = set(frontier)
+                for _ in range(hops):
+                    opts = candidates(kg, frontier)
+                    if not opts or not frontier:
+                        frontier = []
+                        break
+                    pick = _pick_relation(route, llm, templates, q, kg.label(frontier[0]), opts)
+                    frontier = follow(kg, frontier, opts[pick], seen)
+                ok[route] += any(normalize_answer(kg.label(e)) in golds for e in frontier)
+        n = max(len(ds), 1)
+        rates = " | ".join(f"{ok[r] / n:.3f}" for r in ok)
+        secs = (time.perf_counter() - t0) / n
+        print(f"| {spec} | {hops} | {len(ds)} | {rates} | {secs:.1f} |", flush=True)
 
 
 # --------------------------------------------------------------------------- specialist

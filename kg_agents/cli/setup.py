@@ -106,14 +106,18 @@ class MethodSetup:
 
     def pack_used(self, kg: Any) -> dict[str, str] | None:
         """What a run records of the KG pack the graph over ``kg`` runs with (its ``pack`` option
-        resolved): name, fingerprint and folder, or None."""
+        resolved): name, fingerprint and, where it travels, folder (``package:<path>`` for a bundled pack,
+        else relative to the working directory when below it; :meth:`~kg_agents.packs.Pack.record`), or
+        None."""
+        from pathlib import Path
+
         from kg_agents.core.registry import get_method
         from kg_agents.packs import pack_record, resolve_pack
 
         option = get_method(self.name).options().get("pack")
         if option is None:
             return None
-        return pack_record(resolve_pack(kg, self.factory_options.get("pack", option.default)))
+        return pack_record(resolve_pack(kg, self.factory_options.get("pack", option.default)), Path.cwd())
 
     def context(self, graph: Any) -> Any:
         """The per-run context from the settings that are not factory options (None when none)."""

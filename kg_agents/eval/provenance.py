@@ -4,7 +4,8 @@ Two runs of the same command before and after a change of default must not look 
 the package version and, when the package is imported from a git checkout, the commit (``git rev-parse
 HEAD``) and whether the checkout had uncommitted changes to tracked files (``dirty``); the dtype the
 embedded model ran in (:func:`kg_agents.llm.local_model.resolve_dtype`; None when the run used no embedded
-model); and the LoRA adapters the process loaded on it (:func:`kg_agents.llm.adapters.adapters_used`).
+model); and the LoRA adapters the process loaded on it (:func:`kg_agents.llm.adapters.adapters_used`), their
+paths recorded so that they hold on another machine (:func:`kg_agents.files.portable_path`).
 Nothing here fails a run: what cannot be found is None.
 
 Example:
@@ -70,6 +71,14 @@ def source_commit(package_dir: str | Path | None = None) -> tuple[str | None, bo
     return head.strip(), (None if status is None else bool(status.strip()))
 
 
+def _portable(adapter: dict[str, str], root: str | Path | None) -> dict[str, str]:
+    from kg_agents.files import portable_path
+
+    out = {k: v for k, v in adapter.items() if k != "path"}
+    where = portable_path(adapter["path"], root) if "path" in adapter else None
+    return out if where is None else {**out, "path": where}
+
+
 def uses_embedded_model(model_used: str | None, adapters: list[dict[str, str]]) -> bool:
     """Whether a run used the embedded model: its chat model is it (with or without an adapter), or the
     process loaded an adapter on it (GCR's path decoder)."""
@@ -81,13 +90,18 @@ def uses_embedded_model(model_used: str | None, adapters: list[dict[str, str]]) 
     return bool(adapters) or name.startswith(base) or name.startswith(DEFAULT_LOCAL_MODEL)
 
 
-def run_provenance(*, model_used: str | None = None, embedded: bool | None = None) -> dict[str, Any]:
+def run_provenance(
+    *, model_used: str | None = None, embedded: bool | None = None, root: str | Path | None = None
+) -> dict[str, Any]:
     """The code and model record of a run: version, commit, dirty, dtype, adapters (see the module).
 
     Args:
         model_used: the chat model the graph ran (``run.json``'s ``model_used``).
         embedded: whether the run used the embedded model (default: from ``model_used`` and the adapters
             loaded, :func:`uses_embedded_model`); when not, ``dtype`` is None.
+        root: an adapter's ``path`` is recorded so that it travels (:func:`kg_agents.files.portable_path`):
+            ``package:<path>`` for a bundled adapter, else relative to ``root`` when below it, else left
+            out (its name and digest stand for it).
     """
     from kg_agents import __version__
     from kg_agents.errors import ConfigError
@@ -95,7 +109,7 @@ def run_provenance(*, model_used: str | None = None, embedded: bool | None = Non
     from kg_agents.llm.local_model import resolve_dtype
 
     commit, dirty = source_commit()
-    adapters = adapters_used()
+    adapters = [_portable(a, root) for a in adapters_used()]
     used = embedded if embedded is not None else uses_embedded_model(model_used, adapters)
     dtype: str | None = None
     if used:

@@ -83,10 +83,11 @@ CHART = "metrics.png"
 RUN_INFO = "run.json"
 _RUN_KEYS = ("method", "dataset", "split", "seed", "model", "options", "kg")
 #: Also written to ``run.json``: the chat model the graph really ran (``--model local`` is the embedded
-#: model with the specialist adapter on MetaQA) and the KG pack it ran with (name, fingerprint and folder,
-#: or null: ``kg_agents.packs.pack_record``), each compared on a rerun when the earlier run recorded it
-#: (older runs did not); and the dtype the embedded model ran in (compared the same way), the package
-#: version, git commit and the adapters loaded, for the record only (:mod:`kg_agents.eval.provenance`).
+#: model with the specialist adapter on MetaQA) and the KG pack it ran with (name, fingerprint and a
+#: folder that travels, or null: ``kg_agents.packs.pack_record``), each compared on a rerun when the
+#: earlier run recorded it (older runs did not); and the dtype the embedded model ran in (compared the same
+#: way), the package version, git commit and the adapters loaded, for the record only
+#: (:mod:`kg_agents.eval.provenance`).
 _RUN_EXTRA_KEYS = ("model_used", "pack", "dtype")
 
 
@@ -191,7 +192,7 @@ def check_run_info(out_dir: Path, info: dict[str, Any]) -> None:
     """Write ``run.json``, or check that an existing one describes the same run."""
     from kg_agents.eval.provenance import run_provenance
 
-    provenance = run_provenance(model_used=info.get("model_used"))
+    provenance = run_provenance(model_used=info.get("model_used"), root=Path.cwd())
     info = {**info, "dtype": provenance["dtype"]}
     path = out_dir / RUN_INFO
     if path.is_file():

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.files import atomic_write
+from kg_agents.files import PACKAGE_PREFIX, PACKAGE_ROOT, atomic_write, portable_path
 
 __all__ = [
     "COMPONENTS",
@@ -69,9 +69,8 @@ __all__ = [
 #: The manifest's file name and format tag.
 MANIFEST = "pack.json"
 PACK_FORMAT = "kg-agents-pack/1"
-#: A component path with this prefix is relative to the installed ``kg_agents`` package.
-PACKAGE_PREFIX = "package:"
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+# A component path with the prefix PACKAGE_PREFIX ("package:") is relative to the installed kg_agents
+# package, PACKAGE_ROOT (kg_agents.files).
 
 #: The hop classifier (``kg_agents.core.hops.HopClassifier`` checkpoint folder).
 HOP_CLASSIFIER = "hop_classifier"
@@ -305,12 +304,19 @@ class Pack:
     def load(cls, directory: str | os.PathLike[str]) -> Pack:
         """The pack in ``directory``.
 
+        ``directory`` may name a folder inside the installed package as ``package:<path>`` (as a run's
+        record of a bundled pack does, :meth:`record`).
+
         Raises:
             ConfigError: no ``pack.json`` there.
             DataFormatError: the manifest is not valid JSON or not a manifest, or a component's path is
                 missing or leads outside the pack's folder.
         """
-        d = Path(directory).expanduser().resolve()
+        text = os.fspath(directory)
+        if text.startswith(PACKAGE_PREFIX):
+            d = (PACKAGE_ROOT / text[len(PACKAGE_PREFIX) :]).resolve()
+        else:
+            d = Path(text).expanduser().resolve()
         manifest = PackManifest.read(d)
         where = str(d / MANIFEST)
         paths = {n: _resolve(d, n, c["path"], where) for n, c in manifest.components.items()}
@@ -362,6 +368,18 @@ class Pack:
         own = self.paths.get(f"{SPECIALIST}.{method}") if method else None
         return own if own is not None else self.paths.get(SPECIALIST)
 
-    def record(self) -> dict[str, str]:
-        """What a run records of the pack: its name, the KG's fingerprint and its folder."""
-        return {"name": self.name, "fingerprint": self.fingerprint, "directory": str(self.directory)}
+    def record(self, root: str | os.PathLike[str] | None = None) -> dict[str, str]:
+        """What a run records of the pack, in terms that hold on another machine: its name, the KG's
+        fingerprint and, where it has one that travels, its folder (``directory``): ``package:<path>`` for
+        a pack inside the installed package (the bundled ones; :meth:`load` takes it back), else relative
+        to ``root`` when the folder lies below it. Elsewhere the record has no folder: the name and the
+        fingerprint stand for the pack (``pack="auto"`` finds a registered pack by fingerprint).
+
+        Example:
+            >>> from kg_agents.packs import bundled_packs
+            >>> bundled_packs()[0].record()["directory"]
+            'package:packs/bundled/metaqa'
+        """
+        out = {"name": self.name, "fingerprint": self.fingerprint}
+        folder = portable_path(self.directory, root)
+        return out if folder is None else {**out, "directory": folder}

@@ -220,7 +220,7 @@ def resolve_pack(kg: Any, pack: str | os.PathLike[str] | Pack | None) -> Pack | 
     return Pack.load(pack)
 
 
-def pack_record(pack: Pack | None) -> dict[str, str] | None:
-    """What a run records of the pack it used (``run.json``'s ``pack``): name, fingerprint and folder,
-    or None."""
-    return pack.record() if pack is not None else None
+def pack_record(pack: Pack | None, root: str | os.PathLike[str] | None = None) -> dict[str, str] | None:
+    """What a run records of the pack it used (``run.json``'s ``pack``): name, fingerprint and, where it
+    travels, folder (:meth:`Pack.record`, relative to ``root``), or None."""
+    return pack.record(root) if pack is not None else None

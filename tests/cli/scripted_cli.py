@@ -19,6 +19,9 @@ import io
 import os
 import sys
 import time
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kg_agents.cli import commands as cli
@@ -27,6 +30,24 @@ from kg_agents.kg.testing import CONTRACT_TRIPLES
 from tests.fakes import FakeChat
 
 DIRECTORS = {h: t for h, r, t in CONTRACT_TRIPLES if r == "directed_by"}
+
+
+def write_contract_kg(path: Path) -> Path:
+    """The contract KG as a triples file at ``path`` (head, relation, tail by tabs, a triple a line)."""
+    path.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+    return path
+
+
+def contract_questions(templates: Mapping[str, str]) -> list[tuple[str, str, list[str]]]:
+    """``(question, topic entity, answers)`` for each (head, relation) of the contract KG whose relation has
+    a question template (``"who directed [{}]"``, formatted with the head), in the triples' order."""
+    gold: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for h, r, t in CONTRACT_TRIPLES:
+        if r in templates:
+            gold[(h, r)].append(t)
+    return [(templates[r].format(h), h, ts) for (h, r), ts in gold.items()]
+
+
 RULES = {f"[{film}]": f"Answer: {who}" for film, who in DIRECTORS.items()}
 PAUSE = float(os.environ.get("SCRIPTED_CLI_PAUSE") or 0)
 SLOW = {s.strip() for s in (os.environ.get("SCRIPTED_CLI_SLOW") or "").split(",") if s.strip()}

@@ -36,6 +36,22 @@ def chat(monkeypatch, resolved):
     return llm
 
 
+def eval_args(kg_file: str | Path, questions: str | Path, out: str | Path, *extra: str) -> list[str]:
+    """``kg-agents eval`` arguments: graph_rag over ``kg_file`` and the ``questions`` file, into ``out``."""
+    return [
+        "eval",
+        "--method",
+        "graph_rag",
+        "--kg",
+        str(kg_file),
+        "--questions",
+        str(questions),
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run(
@@ -204,20 +220,7 @@ def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file)
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\nwho directed [Big]\tPenny Marshall\n")
     out = tmp_path / "run"
-    args = [
-        "eval",
-        "--method",
-        "graph_rag",
-        "--kg",
-        kg_file,
-        "--questions",
-        str(qf),
-        "--out",
-        str(out),
-        "--no-progress",
-        "--concurrency",
-        "2",
-    ]
+    args = eval_args(kg_file, qf, out, "--no-progress", "--concurrency", "2")
     assert cli.main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert tuple(summary) == SUMMARY_KEYS and summary["n"] == 2 and summary["hits@1"] == 1.0
@@ -226,20 +229,7 @@ def test_eval_questions_file_resume_and_compare(tmp_path, capsys, chat, kg_file)
     assert cli.main(args) == 0  # resumed: nothing left to ask
     assert len(chat.prompts) == n_calls
     out2 = tmp_path / "run2"
-    args2 = [
-        "eval",
-        "--method",
-        "graph_rag",
-        "--kg",
-        kg_file,
-        "--questions",
-        str(qf),
-        "--out",
-        str(out2),
-        "--no-progress",
-        "--set",
-        "max_triples=0",
-    ]
+    args2 = eval_args(kg_file, qf, out2, "--no-progress", "--set", "max_triples=0")
     assert cli.main(args2) == 0
     capsys.readouterr()
     chart = tmp_path / "cmp.png"
@@ -381,19 +371,7 @@ def test_eval_rejects_a_count_below_one_before_any_model(flag, capsys, monkeypat
     monkeypatch.setattr("kg_agents.cli.setup.resolve_model", boom)
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\n")
-    args = [
-        "eval",
-        "--method",
-        "graph_rag",
-        "--kg",
-        kg_file,
-        "--questions",
-        str(qf),
-        "--out",
-        str(tmp_path / "run"),
-        flag,
-        "0",
-    ]
+    args = eval_args(kg_file, qf, tmp_path / "run", flag, "0")
     assert cli.main(args) == 2
     assert f"{flag} must be >= 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
@@ -413,22 +391,7 @@ def test_eval_passes_max_endpoint_failures_to_the_runner(tmp_path, chat, kg_file
     qf = tmp_path / "qs.txt"
     qf.write_text("who directed [Splash]\tRon Howard\n")
     assert (
-        cli.main(
-            [
-                "eval",
-                "--method",
-                "graph_rag",
-                "--kg",
-                kg_file,
-                "--questions",
-                str(qf),
-                "--out",
-                str(tmp_path / "run"),
-                "--no-progress",
-                "--max-endpoint-failures",
-                "3",
-            ]
-        )
+        cli.main(eval_args(kg_file, qf, tmp_path / "run", "--no-progress", "--max-endpoint-failures", "3"))
         == 0
     )
     assert seen["max_endpoint_failures"] == 3

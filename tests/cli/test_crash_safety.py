@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 
 from kg_agents.eval.runner import PREDICTIONS, SUMMARY, read_predictions, repair_predictions
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from tests.cli.scripted_cli import contract_questions, write_contract_kg
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = {
@@ -98,13 +98,8 @@ def _kill(p: subprocess.Popen[str]) -> bool:
 @pytest.fixture
 def kg_and_questions(tmp_path: Path) -> tuple[str, str, int]:
     """The contract KG as a triples file and 96 questions about it (16 distinct, each six times)."""
-    kg = tmp_path / "kb.tsv"
-    kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
-    gold: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for h, r, t in CONTRACT_TRIPLES:
-        if r in TEMPLATES:
-            gold[(h, r)].append(t)
-    lines = [TEMPLATES[r].format(h) + "\t" + "|".join(ts) for (h, r), ts in gold.items()] * 6
+    kg = write_contract_kg(tmp_path / "kb.tsv")
+    lines = [q + "\t" + "|".join(ts) for q, _, ts in contract_questions(TEMPLATES)] * 6
     qs = tmp_path / "qs.txt"
     qs.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(kg), str(qs), len(lines)
@@ -236,8 +231,7 @@ def test_ctrl_c_ends_eval_with_what_finished_and_the_resume_command(tmp_path, kg
 
 # --------------------------------------------------------------------------- build-tries
 def _entities_file(tmp_path: Path) -> tuple[str, str, list[str]]:
-    kg = tmp_path / "kb.tsv"
-    kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
+    kg = write_contract_kg(tmp_path / "kb.tsv")
     names = sorted({x for h, _, t in CONTRACT_TRIPLES for x in (h, t)})
     ents = tmp_path / "entities.txt"
     ents.write_text("\n".join(names) + "\n", encoding="utf-8")
@@ -392,14 +386,10 @@ def _train_args(tmp_path: Path, out: Path) -> list[str]:
     kg = tmp_path / "kb.tsv"
     qs = tmp_path / "train.jsonl"
     if not qs.is_file():
-        kg.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in CONTRACT_TRIPLES), encoding="utf-8")
-        gold: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for h, r, t in CONTRACT_TRIPLES:
-            if r in TEMPLATES:
-                gold[(h, r)].append(t)
+        write_contract_kg(kg)
         rows = [
-            {"question": TEMPLATES[r].format(h), "answers": ts, "topic_entities": [h]}
-            for (h, r), ts in gold.items()
+            {"question": q, "answers": ts, "topic_entities": [h]}
+            for q, h, ts in contract_questions(TEMPLATES)
         ] * 3
         qs.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     settings = [

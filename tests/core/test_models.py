@@ -99,19 +99,20 @@ def test_the_embedded_models_settings_go_with_its_adapter(monkeypatch):
     assert seen["prefix_cache"] is False and seen["batch_size"] == 4
 
 
-def test_knowledge_navigator_asks_for_its_own_adapter(monkeypatch):
-    import kg_agents.methods.knowledge_navigator.graph as kn
+@pytest.mark.parametrize("method", ADAPTER_METHODS)
+def test_every_factory_asks_for_its_own_adapter(monkeypatch, method):
+    import kg_agents.core.factory as factory
 
     asked = {}
-    real = kn.default_llm
+    real = factory.default_llm
 
     def spy(llm, **kwargs):
         asked.update(kwargs)
         return real(llm, **kwargs)
 
-    monkeypatch.setattr(kn, "default_llm", spy)
-    create_graph("knowledge_navigator", MemoryKG(CONTRACT_TRIPLES), llm=FakeChat())
-    assert asked["method"] == "knowledge_navigator" and asked["adapter"] == "auto"
+    monkeypatch.setattr(factory, "default_llm", spy)
+    create_graph(method, MemoryKG(CONTRACT_TRIPLES), llm=FakeChat())
+    assert asked["method"] == method and asked["adapter"] == "auto"
 
 
 @pytest.mark.parametrize("method", ADAPTER_METHODS)

@@ -220,6 +220,23 @@ def test_graph_rag_ends_before_the_llm_when_retrieval_fails(proxy: FaultProxy) -
     assert out["answers"] == ["Ron Howard"] and not out.get("errors")
 
 
+def graph_rag_eval(questions: list[Question], out: Path, kg: SparqlKG, llm: FakeChat, **options: Any) -> Any:
+    """``run_eval`` of graph_rag with ``llm`` over ``kg``, one question at a time, into ``out``."""
+    return asyncio.run(
+        run_eval(
+            questions,
+            out,
+            method="graph_rag",
+            dataset="faults",
+            build_graph=lambda k: create_graph("graph_rag", k, llm=llm),
+            kg_for=lambda q: kg,
+            concurrency=1,
+            progress=False,
+            **options,
+        )
+    )
+
+
 def test_eval_run_goes_on_after_a_question_whose_endpoint_failed(proxy: FaultProxy, tmp_path: Path) -> None:
     """3 questions; the endpoint fails (HTTP 500) for the 2nd only: 1 error, the other two scored."""
     kg = faulty_kg(proxy)
@@ -231,18 +248,7 @@ def test_eval_run_goes_on_after_a_question_whose_endpoint_failed(proxy: FaultPro
     term = kg.profile.entity_term("Amélie")  # only queries about the 2nd question's entity fail
     proxy.set("http500", match=term)
     llm = FakeChat(rules=[("[Splash]", "Answer: Ron Howard"), ("[Big]", "Answer: Penny Marshall")])
-    summary = asyncio.run(
-        run_eval(
-            questions,
-            tmp_path / "run",
-            method="graph_rag",
-            dataset="faults",
-            build_graph=lambda k: create_graph("graph_rag", k, llm=llm),
-            kg_for=lambda q: kg,
-            concurrency=1,
-            progress=False,
-        )
-    )
+    summary = graph_rag_eval(questions, tmp_path / "run", kg, llm)
     assert summary["n"] == 3 and summary["errors"] == 1
     recs = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / PREDICTIONS).read_text().splitlines())}
     assert recs["q2"]["error"] and proxy.endpoint in recs["q2"]["error"]
@@ -273,19 +279,7 @@ def test_eval_run_stops_when_the_endpoint_stays_down_and_resumes(proxy: FaultPro
     )
 
     def run() -> dict[str, Any]:
-        return asyncio.run(
-            run_eval(
-                questions,
-                tmp_path / "run",
-                method="graph_rag",
-                dataset="faults",
-                build_graph=lambda k: create_graph("graph_rag", k, llm=llm),
-                kg_for=lambda q: kg,
-                concurrency=1,
-                progress=False,
-                max_endpoint_failures=2,
-            )
-        )
+        return graph_rag_eval(questions, tmp_path / "run", kg, llm, max_endpoint_failures=2)
 
     proxy.set("down")
     with pytest.raises(EndpointError) as ei:

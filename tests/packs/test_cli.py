@@ -7,7 +7,7 @@ import json
 from kg_agents.cli import commands as cli
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
-from kg_agents.packs import bundled_packs
+from kg_agents.packs import Pack, bundled_packs
 from tests.fakes import FakeChat
 from tests.packs.helpers import hop_pack
 
@@ -71,9 +71,10 @@ def test_eval_records_the_pack_in_run_json(tmp_path, monkeypatch, capsys):
     assert cli.main([*args, "--out", str(tmp_path / "none")]) == 0
     assert json.loads((tmp_path / "none" / "run.json").read_text())["pack"] is None
     run = [*args, "--out", str(tmp_path / "run"), "--set", f"pack={folder}"]
+    monkeypatch.chdir(tmp_path)  # the pack's folder is recorded relative to the working directory
     assert cli.main(run) == 0
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["pack"]
-    assert recorded["name"] == "tiny" and recorded["directory"] == str(folder.resolve())
+    assert recorded == {"name": "tiny", "fingerprint": Pack.load(folder).fingerprint, "directory": "p"}
     # pack="auto" found none for the first run; once one is registered, that run is not resumed with it
     cli.main(["pack", "register", str(folder)])
     capsys.readouterr()

@@ -59,11 +59,9 @@ def test_components_are_added_one_at_a_time_and_read_back(tmp_path):
     assert pack.specialist_for(None) == (tmp_path / "adapters" / "shared").resolve()
     assert pack.predicts("graph_explore") and not pack.predicts("graph_agent")
     assert pack.routes["graph_explore"]["summary"] == "the walk follows the classifier"
-    assert pack.record() == {
-        "name": "mine",
-        "fingerprint": pack.fingerprint,
-        "directory": str(pack.directory),
-    }
+    # a record travels: the folder relative to a root it lies below, else only the name and fingerprint
+    assert pack.record() == {"name": "mine", "fingerprint": pack.fingerprint}
+    assert pack.record(tmp_path.parent)["directory"] == tmp_path.name
 
 
 def test_a_pack_without_a_shared_specialist_gives_none_to_other_methods(tmp_path):

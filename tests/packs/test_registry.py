@@ -104,3 +104,16 @@ def test_a_damaged_registry_names_itself():
     registry_path().write_text('{"packs": 3}', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"registry\.json"):
         find_pack(KG)
+
+
+def test_a_bundled_packs_record_names_it_inside_the_package_and_loads_back():
+    (bundled,) = bundled_packs()
+    record = pack_record(bundled, root="/")
+    assert record == {
+        "name": "metaqa",
+        "fingerprint": bundled.fingerprint,
+        "directory": "package:packs/bundled/metaqa",
+    }
+    assert resolve_pack(None, record["directory"]).directory == bundled.directory
+    with pytest.raises(ConfigError, match="not a KG pack"):
+        resolve_pack(None, "package:packs/nowhere")

@@ -163,26 +163,18 @@ def test_reasoning_tool_no_entity_is_a_tool_error():
 
 
 # --------------------------------------------------------------------------- a chat agent
+def _neighbor_check(call_id: str, node: str, relation: str) -> AIMessage:
+    """A scripted model turn that calls ``NeighborCheck`` on ``node`` along ``relation``."""
+    args = {"node": node, "neighbor_type": relation}
+    return AIMessage(content="", tool_calls=[{"name": "NeighborCheck", "id": call_id, "args": args}])
+
+
 # LangGraph's prebuilt agent (deprecated in LangGraph 1.x) stays tested for older code
 @pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 def test_create_react_agent_with_kg_tools():
     script = [
-        AIMessage(
-            content="",
-            tool_calls=[
-                {
-                    "name": "NeighborCheck",
-                    "id": "1",
-                    "args": {"node": "Tom Hanks", "neighbor_type": "~starred_actors"},
-                }
-            ],
-        ),
-        AIMessage(
-            content="",
-            tool_calls=[
-                {"name": "NeighborCheck", "id": "2", "args": {"node": "Big", "neighbor_type": "directed_by"}}
-            ],
-        ),
+        _neighbor_check("1", "Tom Hanks", "~starred_actors"),
+        _neighbor_check("2", "Big", "directed_by"),
         AIMessage(content="Penny Marshall directed Big."),
     ]
     model = FakeChat(replies=script, cycle=False)
@@ -202,26 +194,8 @@ def test_create_agent_gets_close_matches_for_an_unknown_node():
     from langchain.agents import create_agent
 
     script = [
-        AIMessage(
-            content="",
-            tool_calls=[
-                {
-                    "name": "NeighborCheck",
-                    "id": "1",
-                    "args": {"node": "Tom Hank", "neighbor_type": "~starred_actors"},
-                }
-            ],
-        ),
-        AIMessage(
-            content="",
-            tool_calls=[
-                {
-                    "name": "NeighborCheck",
-                    "id": "2",
-                    "args": {"node": "Tom Hanks", "neighbor_type": "~starred_actors"},
-                }
-            ],
-        ),
+        _neighbor_check("1", "Tom Hank", "~starred_actors"),  # misspelt
+        _neighbor_check("2", "Tom Hanks", "~starred_actors"),
         AIMessage(content="Splash, Big, Cast Away and Forrest Gump."),
     ]
     agent = create_agent(FakeChat(replies=script, cycle=False), kg_toolkit(KG))

@@ -28,18 +28,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
-from kg_agents.core.hops import check_hops, pack_hops
-from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm
-from kg_agents.core.nodes import make_link_entities_node
+from kg_agents.core.factory import reasoning_graph, setup_method
+from kg_agents.core.hops import check_hops
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
-from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
+from kg_agents.core.state import ReasoningState
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph, Triple
 from kg_agents.methods.baselines.nodes import (
@@ -55,7 +53,7 @@ from kg_agents.methods.baselines.nodes import (
     text_rag_retrieve,
 )
 from kg_agents.methods.baselines.retrieval import TripleEmbeddings
-from kg_agents.packs import Pack, resolve_pack
+from kg_agents.packs import Pack
 
 __all__ = [
     "GraphRAGContext",
@@ -113,16 +111,13 @@ def create_llm_only_graph(
     Raises:
         ConfigError: an unknown prompt name, or a ``pack`` that is not ``"auto"``, ``"none"`` or a pack.
     """
-    if pack != "auto":
-        resolve_pack(kg, pack)  # checked: a bad folder is an error now, as for every method
-    template = prompt_templates("baselines", ["llm_only"], prompts, llm_only=prompt)["llm_only"]
-    deps = LLMOnlyDeps(model=default_llm(llm), template=template, defaults=LLMOnlyContext(max_answers=10))
-    g = StateGraph(
-        ReasoningState,
-        context_schema=LLMOnlyContext,
-        input_schema=ReasoningInput,
-        output_schema=ReasoningOutput,
+    # a named pack is checked (a bad folder is an error now, as for every method); the model runs zero-shot
+    setup = setup_method(
+        kg, "llm_only", llm=llm, adapter="none", pack="none" if pack == "auto" else pack, hops_option=None
     )
+    template = prompt_templates("baselines", ["llm_only"], prompts, llm_only=prompt)["llm_only"]
+    deps = LLMOnlyDeps(model=setup.llm, template=template, defaults=LLMOnlyContext(max_answers=10))
+    g = reasoning_graph(ReasoningState, LLMOnlyContext)
     g.add_node("answer", functools.partial(llm_only_answer, deps))
     g.add_edge(START, "answer")
     g.add_edge("answer", END)
@@ -261,19 +256,24 @@ def create_graph_rag_graph(
             f"got {max_hops!r}, {hop_fanout!r} and {max_neighbourhood!r}"
         )
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
-    mkg = MeteredKG(kg)
-    chosen = resolve_pack(kg, pack)
-    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_rag", pack=chosen)
-    hop_classifier, auto_hops = pack_hops(chosen, "graph_rag", hop_classifier, "answer_hops")
+    setup = setup_method(
+        kg,
+        "graph_rag",
+        llm=llm,
+        adapter=adapter,
+        pack=pack,
+        hop_classifier=hop_classifier,
+        hops_option="answer_hops",
+    )
     deps = GraphRAGDeps(
-        kg=mkg,
-        model=model,
+        kg=setup.kg,
+        model=setup.llm,
         template=template,
         fanout_limit=fanout_limit,
         candidate_text=candidate_text,
         calibrate=calibrate,
-        hop_classifier=hop_classifier,
-        auto_hops=auto_hops,
+        hop_classifier=setup.hop_classifier,
+        auto_hops=setup.auto_hops,
         max_hops=max_hops,
         hop_fanout=hop_fanout,
         max_neighbourhood=max_neighbourhood,
@@ -286,16 +286,9 @@ def create_graph_rag_graph(
             conjunction=conjunction,
         ),
     )
-    g = StateGraph(
-        GraphRAGState,
-        context_schema=GraphRAGContext,
-        input_schema=ReasoningInput,
-        output_schema=ReasoningOutput,
-    )
-    g.add_node("link_entities", make_link_entities_node(mkg, index))
+    g = reasoning_graph(GraphRAGState, GraphRAGContext, setup, index)
     g.add_node("retrieve", functools.partial(graph_rag_retrieve, deps))
     g.add_node("answer", functools.partial(graph_rag_answer, deps))
-    g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"retrieve": "retrieve", "end": END})
     g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
     g.add_edge("answer", END)
@@ -436,13 +429,18 @@ def create_text_rag_graph(
     check_calibrate(calibrate)
     check_hops(answer_hops, "answer_hops")
     template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
-    mkg = MeteredKG(kg)
-    chosen = resolve_pack(kg, pack)
-    model = default_llm(llm, kg=kg, adapter=adapter, method="text_rag", pack=chosen)
-    hop_classifier, auto_hops = pack_hops(chosen, "text_rag", hop_classifier, "answer_hops")
+    setup = setup_method(
+        kg,
+        "text_rag",
+        llm=llm,
+        adapter=adapter,
+        pack=pack,
+        hop_classifier=hop_classifier,
+        hops_option="answer_hops",
+    )
     deps = TextRAGDeps(
-        kg=mkg,
-        model=model,
+        kg=setup.kg,
+        model=setup.llm,
         template=template,
         embeddings=TripleEmbeddings(encoder, index_dir=index_dir),
         scope=scope,
@@ -451,8 +449,8 @@ def create_text_rag_graph(
         max_candidates=max_candidates,
         candidate_text=candidate_text,
         calibrate=calibrate,
-        hop_classifier=hop_classifier,
-        auto_hops=auto_hops,
+        hop_classifier=setup.hop_classifier,
+        auto_hops=setup.auto_hops,
         defaults=TextRAGContext(
             top_k=20,
             max_answers=10,
@@ -462,16 +460,9 @@ def create_text_rag_graph(
             conjunction=conjunction,
         ),
     )
-    g = StateGraph(
-        TextRAGState,
-        context_schema=TextRAGContext,
-        input_schema=ReasoningInput,
-        output_schema=ReasoningOutput,
-    )
-    g.add_node("link_entities", make_link_entities_node(mkg, index))
+    g = reasoning_graph(TextRAGState, TextRAGContext, setup, index)
     g.add_node("retrieve", functools.partial(text_rag_retrieve, deps))
     g.add_node("answer", functools.partial(text_rag_answer, deps))
-    g.add_edge(START, "link_entities")
     g.add_conditional_edges(
         "link_entities", functools.partial(text_rag_after_link, deps), {"retrieve": "retrieve", "end": END}
     )

@@ -26,16 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.decide import Decide, check_decide, check_ratio
-from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import check_adapter, default_llm
-from kg_agents.core.nodes import make_link_entities_node
+from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
+from kg_agents.core.models import check_adapter
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
-from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
+from kg_agents.core.state import ReasoningState
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.kg.encoder import Encoder
@@ -198,37 +197,30 @@ def create_dualr_graph(
     model = DualRExplorer.load(checkpoint or packed or DEFAULT_CHECKPOINT)
     if layers is not None and not 1 <= layers <= model.config.layers:
         raise ConfigError(f"layers must be in 1..{model.config.layers} for this checkpoint, got {layers}")
-    mkg = MeteredKG(kg)
+    defaults = context_defaults(
+        DualRContext,
+        locals(),
+        top_k=(top_k,) if isinstance(top_k, int) else (tuple(top_k) if top_k else None),
+        set_ratio=check_ratio(set_ratio, "set_ratio"),
+    )
+    setup = setup_method(
+        kg, "dualr", llm=llm, adapter=adapter, pack=chosen, hops_option=None, chat=answer_with == "llm"
+    )
     deps = DualRDeps(
-        kg=mkg,
-        explorer=ExplorerSession(model, mkg, encoder=encoder, fanout_limit=fanout_limit),
+        kg=setup.kg,
+        explorer=ExplorerSession(model, setup.kg, encoder=encoder, fanout_limit=fanout_limit),
         template=templates["answer"],
-        defaults=DualRContext(
-            num_candidates=num_candidates,
-            top_k=(top_k,) if isinstance(top_k, int) else (tuple(top_k) if top_k else None),
-            layers=layers,
-            answer_ratio=answer_ratio,
-            decide=decide,
-            whole_set=whole_set,
-            set_ratio=check_ratio(set_ratio, "set_ratio"),
-            max_answers=max_answers,
-        ),
+        defaults=defaults,
         answer_with=answer_with,
-        llm=default_llm(llm, kg=kg, adapter=adapter, method="dualr", pack=chosen)
-        if answer_with == "llm"
-        else None,
+        llm=setup.llm,
     )
 
-    g = StateGraph(
-        DualRState, context_schema=DualRContext, input_schema=ReasoningInput, output_schema=ReasoningOutput
-    )
-    g.add_node("link_entities", make_link_entities_node(mkg, index))
+    g = reasoning_graph(DualRState, DualRContext, setup, index)
     g.add_node("encode_question", functools.partial(encode_question, deps))
     g.add_node("explore", functools.partial(explore, deps))
     g.add_node("backtrack", functools.partial(backtrack_chains, deps))
     g.add_node("build_prompt", functools.partial(build_prompt, deps))
     g.add_node("determine_answer", functools.partial(determine_answer, deps))
-    g.add_edge(START, "link_entities")
     steps = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
     for node, nxt in itertools.pairwise(steps):
         g.add_conditional_edges(node, end_on_error(nxt, on_answers=True), {nxt: nxt, "end": END})

@@ -31,17 +31,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.prompts import ChatPromptTemplate
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
-from kg_agents.core.hops import check_hops, pack_hops
-from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_llm
-from kg_agents.core.nodes import make_link_entities_node
+from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
+from kg_agents.core.hops import check_hops
 from kg_agents.core.prompts import prompt_templates
-from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
+from kg_agents.core.state import ReasoningState
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
 from kg_agents.llm.chat import LocalChatModel
@@ -61,7 +59,7 @@ from kg_agents.methods.gcr.nodes import (
 )
 from kg_agents.methods.gcr.resolve import resolve_decoder
 from kg_agents.methods.gcr.trie import TrieCache
-from kg_agents.packs import GCR_PATH_GENERATOR, Pack, resolve_pack
+from kg_agents.packs import GCR_PATH_GENERATOR, Pack
 
 __all__ = [
     "CANDIDATE_TEXTS",
@@ -257,24 +255,28 @@ def create_gcr_graph(
     templates = prompt_templates(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
-    mkg = MeteredKG(kg)
-    chosen = resolve_pack(kg, pack)
     # general_llm=None: the vote; else a model, a spec ("local", "openai:M") or None for llm: the local
     # model (with its adapter)
-    general = None
-    if general_llm is not None:
-        spec = llm if general_llm is _DEFAULT else general_llm
-        general = default_llm(spec, kg=kg, adapter=general_adapter, method="gcr", pack=chosen)
+    setup = setup_method(
+        kg,
+        "gcr",
+        llm=llm if general_llm is _DEFAULT else general_llm,
+        adapter=general_adapter,
+        pack=pack,
+        hop_classifier=hop_classifier,
+        chat=general_llm is not None,
+    )
     # the embedded decoder runs in the dtype of the embedded chat model it is given with
-    dtype = general.dtype if isinstance(general, LocalChatModel) else None
-    decoder = _decoder(decoder, _adapter_for(adapter, chosen, decoder), dtype=dtype, path_scores=path_scores)
-    hop_classifier, auto_hops = pack_hops(chosen, "gcr", hop_classifier)
+    dtype = setup.llm.dtype if isinstance(setup.llm, LocalChatModel) else None
+    decoder = _decoder(
+        decoder, _adapter_for(adapter, setup.pack, decoder), dtype=dtype, path_scores=path_scores
+    )
     if trie_cache is None:
         tokenizer = getattr(decoder, "tokenizer", None)
         if tokenizer is None:
             raise ConfigError("the decoder has no .tokenizer; pass trie_cache= built with its tokenizer")
         trie_cache = TrieCache(
-            mkg,
+            setup.kg,
             tokenizer,
             max_hops=max_hops,
             fanout_limit=fanout_limit,
@@ -283,38 +285,26 @@ def create_gcr_graph(
             directory=trie_dir,
         )
     deps = GCRDeps(
-        kg=mkg,
+        kg=setup.kg,
         decoder=decoder,
         cache=trie_cache,
-        general=general,
+        general=setup.llm,
         decode_template=templates[f"decode_{prompt_style}"],
         reason_template=templates["reason"],
         constrained=constrained,
-        defaults=GCRContext(
-            num_beams=num_beams,
-            max_hops=max_hops,
-            max_answers=MAX_ANSWERS,
-            decide=decide,
-            answer_ratio=answer_ratio,
-            hops=hops,
-            conjunction=conjunction,
-        ),
-        hop_classifier=hop_classifier,
+        defaults=context_defaults(GCRContext, locals(), max_answers=MAX_ANSWERS),
+        hop_classifier=setup.hop_classifier,
         calibrate=calibrate,
         candidate_text=candidate_text,
-        auto_hops=auto_hops,
+        auto_hops=setup.auto_hops,
     )
 
-    g = StateGraph(
-        GCRState, context_schema=GCRContext, input_schema=ReasoningInput, output_schema=ReasoningOutput
-    )
-    g.add_node("link_entities", make_link_entities_node(mkg, index))
+    g = reasoning_graph(GCRState, GCRContext, setup, index)
     g.add_node("get_trie", functools.partial(get_trie, deps))
     g.add_node("decode", functools.partial(decode, deps))
     g.add_node("end_empty", end_empty)
     g.add_node("verify_paths", functools.partial(verify, deps))
     g.add_node("reason", functools.partial(reason, deps))
-    g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"get_trie": "get_trie", "end": END})
     g.add_conditional_edges("get_trie", after_trie, {"decode": "decode", "end": END})
     g.add_conditional_edges(

@@ -75,9 +75,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.decide import Decide
-from kg_agents.core.hops import pack_hops
-from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_calibrate, default_llm, runs_adapter
+from kg_agents.core.factory import setup_method
+from kg_agents.core.models import default_calibrate, runs_adapter
 from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
 from kg_agents.errors import ConfigError
@@ -116,7 +115,7 @@ from kg_agents.methods.graph_cot.state import (
     Strategy,
     run_settings,
 )
-from kg_agents.packs import Pack, resolve_pack
+from kg_agents.packs import Pack
 from kg_agents.tools.kg_tools import KGToolbox
 
 __all__ = [
@@ -301,26 +300,26 @@ def create_graph_agent_graph(
         raise ConfigError(f"relation_chain must be True or False, got {relation_chain!r}")
     if plan_example is not None and not isinstance(plan_example, bool):
         raise ConfigError(f"plan_example must be True, False or None, got {plan_example!r}")
-    mkg = MeteredKG(kg)
-    chosen = resolve_pack(kg, pack)
-    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_agent", pack=chosen)
-    adapted = runs_adapter(model)
+    setup = setup_method(
+        kg, "graph_agent", llm=llm, adapter=adapter, pack=pack, hop_classifier=hop_classifier
+    )
+    adapted = runs_adapter(setup.llm)
     agent = AgentInteraction(
-        model,
-        mkg,
-        KGToolbox(mkg, index, max_neighbors=max_neighbors),
+        setup.llm,
+        setup.kg,
+        KGToolbox(setup.kg, index, max_neighbors=max_neighbors),
         load_prompts(prompts, AGENT_PROMPTS),
         max_context_triples,
         temperature,
         action_mode=action_mode,
         max_actions=max_actions,
-        calibrate=default_calibrate(calibrate, model),
+        calibrate=default_calibrate(calibrate, setup.llm),
         relation_chain=relation_chain,
         chain_calibrate=not adapted,
         chain_example=not adapted if plan_example is None else plan_example,
     )
-    clf, auto = pack_hops(chosen, "graph_agent", hop_classifier)
-    return build_graph(GraphCoTDeps(agent, defaults, index, clf, auto), checkpointer=checkpointer)
+    deps = GraphCoTDeps(agent, defaults, index, setup.hop_classifier, setup.auto_hops)
+    return build_graph(deps, checkpointer=checkpointer)
 
 
 def create_graph_explore_graph(
@@ -433,14 +432,14 @@ def create_graph_explore_graph(
     for key, flag in (("relation_chain", relation_chain), ("plan_example", plan_example)):
         if flag is not None and not isinstance(flag, bool):
             raise ConfigError(f"{key} must be True, False or None, got {flag!r}")
-    chosen = resolve_pack(kg, pack)
-    model = default_llm(llm, kg=kg, adapter=adapter, method="graph_explore", pack=chosen)
-    adapted = runs_adapter(model)
-    mkg = MeteredKG(kg)
+    setup = setup_method(
+        kg, "graph_explore", llm=llm, adapter=adapter, pack=pack, hop_classifier=hop_classifier
+    )
+    adapted = runs_adapter(setup.llm)
     explorer = ExploreInteraction(
-        model,
-        mkg,
-        KGToolbox(mkg, index),
+        setup.llm,
+        setup.kg,
+        KGToolbox(setup.kg, index),
         load_prompts(prompts, EXPLORE_PROMPTS),
         max_context_triples,
         temperature,
@@ -453,8 +452,8 @@ def create_graph_explore_graph(
         chain_calibrate=not adapted,
         chain_example=not adapted if plan_example is None else plan_example,
     )
-    clf, auto = pack_hops(chosen, "graph_explore", hop_classifier)
-    return build_graph(GraphCoTDeps(explorer, defaults, index, clf, auto), checkpointer=checkpointer)
+    deps = GraphCoTDeps(explorer, defaults, index, setup.hop_classifier, setup.auto_hops)
+    return build_graph(deps, checkpointer=checkpointer)
 
 
 def expected_llm_calls(

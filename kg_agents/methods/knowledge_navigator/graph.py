@@ -58,17 +58,15 @@ from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
 from kg_agents.core.decide import Decide
-from kg_agents.core.hops import pack_hops
-from kg_agents.core.metering import MeteredKG
-from kg_agents.core.models import default_calibrate, default_llm, runs_adapter
-from kg_agents.core.nodes import make_link_entities_node
+from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
+from kg_agents.core.models import default_calibrate, runs_adapter
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
-from kg_agents.core.state import ReasoningInput, ReasoningOutput, ReasoningState
+from kg_agents.core.state import ReasoningState
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph, Triple
 from kg_agents.methods.knowledge_navigator.knowledge import HEAD_TEMPLATE, TAIL_TEMPLATE, KnowledgeFormat
@@ -87,7 +85,7 @@ from kg_agents.methods.knowledge_navigator.nodes import (
     verbalise_knowledge,
 )
 from kg_agents.methods.knowledge_navigator.walks import walk_topics
-from kg_agents.packs import Pack, resolve_pack
+from kg_agents.packs import Pack
 
 __all__ = [
     "PROMPT_NAMES",
@@ -308,36 +306,16 @@ def create_knowledge_navigator_graph(
         raise ConfigError("fanout_limit must be at least 1")
     if grouping not in ("candidates", "hop", "none"):
         raise ConfigError(f"unknown grouping {grouping!r}; valid: candidates, hop, none")
-    chosen = resolve_pack(kg, pack)
-    model = default_llm(llm, kg=kg, adapter=adapter, method="knowledge_navigator", pack=chosen)
-    hop_classifier, _ = pack_hops(chosen, "knowledge_navigator", hop_classifier)
-    defaults = KnowledgeNavigatorContext(
-        hops=hops,
-        max_hops=max_hops,
-        num_variants=num_variants,
-        top_k=top_k,
-        top_m=top_m,
-        original_weight=original_weight,
-        variant_weight=variant_weight,
-        knowledge_format=knowledge_format,
-        fewshot=fewshot,
-        max_core_entities=max_core_entities,
-        max_triples=max_triples,
-        max_llm_calls=max_llm_calls,
-        max_answers=max_answers,
-        ground_answers=ground_answers,
-        select_max_tokens=select_max_tokens,
-        variants_max_tokens=variants_max_tokens,
-        answer_max_tokens=answer_max_tokens,
-        decide=decide,
-        answer_ratio=answer_ratio,
-        calibrate=default_calibrate(calibrate, model),
+    setup = setup_method(
+        kg, "knowledge_navigator", llm=llm, adapter=adapter, pack=pack, hop_classifier=hop_classifier
+    )
+    defaults = context_defaults(
+        KnowledgeNavigatorContext,
+        locals(),
+        calibrate=default_calibrate(calibrate, setup.llm),
         relation_chain=True if relation_chain is None else relation_chain,
         # an adapter learns the chains without the zero-shot model's worked example
-        plan_example=not runs_adapter(model) if plan_example is None else plan_example,
-        whole_set=whole_set,
-        conjunction=conjunction,
-        conjunction_fallback=conjunction_fallback,
+        plan_example=not runs_adapter(setup.llm) if plan_example is None else plan_example,
     )
     bad = check_context(defaults)
     if bad:
@@ -352,26 +330,19 @@ def create_knowledge_navigator_graph(
         reason=reason_prompt,
         reason_fewshot=fewshot_prompt,
     )
-    mkg = MeteredKG(kg)
     deps = KnowledgeNavigatorDeps(
-        kg=mkg,
-        llm=model,
+        kg=setup.kg,
+        llm=setup.llm,
         prompts=templates,
         defaults=defaults,
-        hop_classifier=hop_classifier,
+        hop_classifier=setup.hop_classifier,
         grouping=grouping,
         fanout_limit=fanout_limit,
         head_template=head_template,
         tail_template=tail_template,
     )
 
-    g = StateGraph(
-        KnowledgeNavigatorState,
-        context_schema=KnowledgeNavigatorContext,
-        input_schema=ReasoningInput,
-        output_schema=ReasoningOutput,
-    )
-    g.add_node("link_entities", make_link_entities_node(mkg, index))
+    g = reasoning_graph(KnowledgeNavigatorState, KnowledgeNavigatorContext, setup, index)
     g.add_node("analyse_question", functools.partial(analyse_question, deps))
     g.add_node("select_relations", functools.partial(select_relations, deps))
     g.add_node("walk_topics", functools.partial(walk_topics, deps))
@@ -379,7 +350,6 @@ def create_knowledge_navigator_graph(
     g.add_node("verbalise", functools.partial(verbalise_knowledge, deps))
     g.add_node("reason", functools.partial(reason, deps))
     g.add_node("answer", functools.partial(answer, deps))
-    g.add_edge(START, "link_entities")
     g.add_conditional_edges("link_entities", after_link, {"analyse_question": "analyse_question", "end": END})
     g.add_conditional_edges(
         "analyse_question",

@@ -173,73 +173,34 @@ def test_fanout_limit_counts_truncation(kg, encoder):
 
 
 def test_training_learns_tiny_kg_and_resumes(kg, encoder, tmp_path):
+    def train(**options):  # on the tiny questions, validated on themselves
+        return train_dualr(kg, TINY_QUESTIONS, TINY_QUESTIONS, encoder=encoder, progress=False, **options)
+
     cfg = TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1, checkpoint_every=1)
     mcfg = ExplorerConfig(hidden=32, layers=2, top_k=(10,))
-    res = train_dualr(
-        kg,
-        TINY_QUESTIONS,
-        TINY_QUESTIONS,
-        out_dir=tmp_path,
-        model_config=mcfg,
-        config=cfg,
-        encoder=encoder,
-        progress=False,
-    )
+    res = train(out_dir=tmp_path, model_config=mcfg, config=cfg)
     assert res.best_hits1 >= 0.9, res.history
     assert res.history[0]["loss"] > res.history[-1]["loss"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt"]  # no temporary files left
     model = DualRExplorer.load(res.best_path)
     assert model.meta["val_hits1"] == res.best_hits1 and model.config.top_k == (10, 10)
     # resume: nothing left to do after the last epoch, the history is kept
-    res2 = train_dualr(
-        kg,
-        TINY_QUESTIONS,
-        TINY_QUESTIONS,
-        out_dir=tmp_path,
-        model_config=mcfg,
-        config=cfg,
-        encoder=encoder,
-        progress=False,
-    )
+    res2 = train(out_dir=tmp_path, model_config=mcfg, config=cfg)
     assert res2.history == res.history
     # init: a new run starts from the best weights (lr 0: its first validation is the best's)
     frozen = TrainConfig(epochs=1, batch_size=5, lr=0.0, patience=1, seed=1)
-    res3 = train_dualr(
-        kg,
-        TINY_QUESTIONS,
-        TINY_QUESTIONS,
-        out_dir=tmp_path / "from-best",
-        model_config=mcfg,
-        config=frozen,
-        encoder=encoder,
-        init=res.best_path,
-        progress=False,
-    )
+    res3 = train(out_dir=tmp_path / "from-best", model_config=mcfg, config=frozen, init=res.best_path)
     assert res3.best_hits1 == res.best_hits1
     assert DualRExplorer.load(res3.best_path).meta["init"] == str(res.best_path)
     with pytest.raises(ConfigError, match="another model config"):
-        train_dualr(
-            kg,
-            TINY_QUESTIONS,
-            TINY_QUESTIONS,
+        train(
             out_dir=tmp_path / "other",
             model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)),
             config=frozen,
-            encoder=encoder,
             init=res.best_path,
-            progress=False,
         )
     with pytest.raises(ConfigError, match="another model config"):
-        train_dualr(
-            kg,
-            TINY_QUESTIONS,
-            TINY_QUESTIONS,
-            out_dir=tmp_path,
-            model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)),
-            config=cfg,
-            encoder=encoder,
-            progress=False,
-        )
+        train(out_dir=tmp_path, model_config=ExplorerConfig(hidden=8, layers=2, top_k=(10,)), config=cfg)
 
 
 def test_training_rejects_unusable_questions(kg, encoder, tmp_path):

@@ -26,12 +26,10 @@ def kg():
     return MemoryKG(CONTRACT_TRIPLES)
 
 
-@pytest.fixture(scope="module")
-def checkpoint(kg, tmp_path_factory):
-    """A small explorer really trained on the contract KG (a few seconds)."""
+def train_tiny(kg, out, encoder):
+    """A small explorer trained on the contract KG's tiny questions into ``out`` (a few seconds)."""
     from kg_agents.methods.dualr.gnn import ExplorerConfig
 
-    out = tmp_path_factory.mktemp("dualr")
     res = train_dualr(
         kg,
         TINY_QUESTIONS,
@@ -39,10 +37,17 @@ def checkpoint(kg, tmp_path_factory):
         out_dir=out,
         model_config=ExplorerConfig(hidden=32, layers=2, top_k=(10,)),
         config=TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1),
-        encoder=get_text_encoder(),
+        encoder=encoder,
         progress=False,
     )
     assert res.best_hits1 >= 0.9
+    return res
+
+
+@pytest.fixture(scope="module")
+def checkpoint(kg, tmp_path_factory):
+    """A small explorer really trained on the contract KG (a few seconds)."""
+    res = train_tiny(kg, tmp_path_factory.mktemp("dualr"), get_text_encoder())
     return str(res.best_path)
 
 
@@ -301,20 +306,10 @@ def test_metaqa_local_model_one_call(metaqa):
 
 def test_topic_masked_checkpoint_loads_its_encoder_with_defaults(kg, tmp_path, no_model, monkeypatch):
     from kg_agents.kg.encoder import SentenceEncoder
-    from kg_agents.methods.dualr.gnn import DualRExplorer, ExplorerConfig
+    from kg_agents.methods.dualr.gnn import DualRExplorer
     from kg_agents.methods.dualr.gnn.encoding import MASKED_SUFFIX, TopicMaskedEncoder
 
-    res = train_dualr(
-        kg,
-        TINY_QUESTIONS,
-        TINY_QUESTIONS,
-        out_dir=tmp_path,
-        model_config=ExplorerConfig(hidden=32, layers=2, top_k=(10,)),
-        config=TrainConfig(epochs=25, batch_size=5, lr=5e-3, patience=25, seed=1),
-        encoder=TopicMaskedEncoder(get_text_encoder()),
-        progress=False,
-    )
-    assert res.best_hits1 >= 0.9
+    res = train_tiny(kg, tmp_path, TopicMaskedEncoder(get_text_encoder()))
     assert DualRExplorer.load(res.best_path).config.encoder.endswith(MASKED_SUFFIX)
     seen: list[str] = []
     encode = SentenceEncoder.__call__

@@ -86,6 +86,15 @@ class ExplorerConfig:
             raise ConfigError(f"top_k needs {self.layers} values >= 1 (one per layer), got {self.top_k}")
 
 
+def _intern(ids: dict[str, int], names: list[str], name: str) -> int:
+    """The id of ``name`` in ``ids``; the first time, the next one (``name`` appended to ``names``)."""
+    i = ids.get(name)
+    if i is None:
+        i = ids[name] = len(names)
+        names.append(name)
+    return i
+
+
 class ExplorationGraph:
     """The explorer's batched, cached view of a knowledge graph.
 
@@ -134,18 +143,10 @@ class ExplorationGraph:
 
     # -- ids
     def entity_id(self, name: str) -> int:
-        eid = self.ent2id.get(name)
-        if eid is None:
-            eid = self.ent2id[name] = len(self.id2ent)
-            self.id2ent.append(name)
-        return eid
+        return _intern(self.ent2id, self.id2ent, name)
 
     def _relation_id(self, name: str) -> int:
-        rid = self.rel2id.get(name)
-        if rid is None:
-            rid = self.rel2id[name] = len(self.id2rel)
-            self.id2rel.append(name)
-        return rid
+        return _intern(self.rel2id, self.id2rel, name)
 
     def relation_encodings(self) -> Tensor:
         """``(num_relations, d_L)`` encodings of the relations met so far (new ones encoded now)."""
