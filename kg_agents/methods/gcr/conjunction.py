@@ -54,7 +54,9 @@ def decoded_relation_paths(paths: list[Path], topics: list[str]) -> dict[str, li
     return out
 
 
-def reason_conjunction(deps: Any, state: Mapping[str, Any], ctx: Any, voted: list[str]) -> dict[str, Any]:
+def reason_conjunction(
+    deps: Any, state: Mapping[str, Any], ctx: Any, voted: list[str], messages: Any
+) -> dict[str, Any]:
     """The answers of a conjunction from its decoded paths (see the module): the entities where the
     walks along each topic's decoded relation paths meet, best first, each with one verified path from
     each topic entity; none (``NoMeeting``) when they do not meet.
@@ -64,9 +66,8 @@ def reason_conjunction(deps: Any, state: Mapping[str, Any], ctx: Any, voted: lis
         state: the state after ``verify_paths``.
         ctx: the run's :class:`~kg_agents.methods.gcr.graph.GCRContext`.
         voted: the hypothesis answers by vote (:func:`~kg_agents.methods.gcr.nodes.vote`).
+        messages: the reasoning prompt over the decoded paths, for the general model.
     """
-    from kg_agents.methods.gcr.nodes import format_paths
-
     topics = list(dict.fromkeys(state.get("topic_entities") or []))
     ranked = decoded_relation_paths(list(state.get("paths") or []), topics)
     trace: dict[str, Any] = {"node": "reason", "conjunction": True, "walks_from": ranked}
@@ -83,9 +84,6 @@ def reason_conjunction(deps: Any, state: Mapping[str, Any], ctx: Any, voted: lis
     named, _, _ = ground_answers(voted, support)
     order = list(dict.fromkeys([*named, *labels]))
     if deps.general is not None and len(order) > 1:
-        messages = deps.reason_template.format_messages(
-            question=state["question"], paths=format_paths(state.get("decoded") or [])
-        )
         trace.update(mode="general_llm", decide=ctx.decide)
         if ctx.decide == "rank":
             ranking = rank(deps.general, messages, order, role="answer", keys=order)

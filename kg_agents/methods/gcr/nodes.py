@@ -309,7 +309,10 @@ def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
     topics = state.get("topic_entities") or []
     voted = vote(decoded)
     if state.get("conjunction_route"):
-        return reason_conjunction(deps, state, ctx, voted)
+        messages = deps.reason_template.format_messages(
+            question=state["question"], paths=format_paths(decoded)
+        )
+        return reason_conjunction(deps, state, ctx, voted, messages)
     candidates = answer_candidates(deps.kg.label, paths, exclude=topics)
     grounded, _, dropped = ground_answers(voted, candidates)
     # candidates in vote order: hypotheses that name one, then endpoints by the number of paths
