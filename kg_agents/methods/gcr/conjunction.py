@@ -4,9 +4,11 @@ A conjunction ("which films starring [Tom Hanks] did [Ron Howard] direct") asks 
 from every topic entity. With ``conjunction`` on (default) and the trie on, a question with several topic
 entities gets one KG-Trie per topic entity (built and cached as for one) and K paths decoded from each
 (:func:`~kg_agents.methods.gcr.nodes.decode`, one decoder call per topic entity, the prompt naming that
-topic). :func:`reason_conjunction` then takes, for each topic entity, the relation paths of its verified
-decoded paths in beam order and walks them (:func:`~kg_agents.core.conjunction.meet`: the best of each
-first, then the next combinations, the best ranks first) until the walks meet. Every entity where they
+topic; each trie holds the paths of 1 to the question's hop count, as a conjunction's chains may differ in
+length). :func:`reason_conjunction` then takes, for each topic entity, the relation paths of its verified
+decoded paths, the fewest hops first, then in beam order, and walks them
+(:func:`~kg_agents.core.conjunction.meet`: the first of each, then the next combinations, the best ranks
+first) until the walks meet. Every entity where they
 meet is an answer, whether or not a beam ended there (a beam shows one end of a relation path; the walk
 reaches all of them), best first, each with one verified path from each topic entity. When no
 combination meets, the question has no answer (a ``NoMeeting`` error).
@@ -38,19 +40,20 @@ WALK_LIMIT = 500
 
 
 def decoded_relation_paths(paths: list[Path], topics: list[str]) -> dict[str, list[list[str]]]:
-    """For each topic entity, the distinct relation paths of the verified paths that start there, in
-    their (beam) order; a topic entity without one is left out.
+    """For each topic entity, the distinct relation paths of the verified paths that start there, the
+    fewest hops first, then in their (beam) order; a topic entity without one is left out. (The walks
+    then meet nearest first: the films two actors share before the genres their films share.)
 
     Example:
-        >>> ps = [Path.from_text(t) for t in ("A -> r -> X", "B -> s -> X", "A -> r -> Y", "A -> q -> Z")]
-        >>> decoded_relation_paths(ps, ["A", "B"])
-        {'A': [['r'], ['q']], 'B': [['s']]}
+        >>> texts = ("A -> r -> X -> g -> G", "B -> s -> X", "A -> r -> Y", "A -> q -> Z")
+        >>> decoded_relation_paths([Path.from_text(t) for t in texts], ["A", "B"])
+        {'A': [['r'], ['q'], ['r', 'g']], 'B': [['s']]}
     """
     out: dict[str, list[list[str]]] = {}
     for t in topics:
-        rels = [tuple(path_relations(p)) for p in paths if p.start == t and p.hops]
+        rels = list(dict.fromkeys(tuple(path_relations(p)) for p in paths if p.start == t and p.hops))
         if rels:
-            out[t] = [list(r) for r in dict.fromkeys(rels)]
+            out[t] = [list(r) for r in sorted(rels, key=len)]
     return out
 
 

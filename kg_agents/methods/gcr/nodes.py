@@ -166,7 +166,8 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     exactly that many hops. The decoder reads both from the state.
 
     Several topic entities (``conjunction``, on by default, with the trie on): one trie per topic entity,
-    each as for one (:mod:`~kg_agents.methods.gcr.conjunction`); a topic entity without a path ends the
+    each as for one but with every path of 1 to the question's hop count, as a conjunction's chains may
+    differ in length (:mod:`~kg_agents.methods.gcr.conjunction`); a topic entity without a path ends the
     question, as no answer can be reached from every one.
     """
     ents = state.get("topic_entities") or []
@@ -182,7 +183,9 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     before = deps.cache.info()
     try:
         # with the question's hop count, only paths of that many hops: a decoded path cannot end sooner
-        tries = [deps.cache.get(g, hops, min_hops=hops if exact else 1) for g in groups]
+        # a conjunction's chains may differ in length: each topic's trie holds paths of 1..hops
+        shortest = hops if exact and not conjunction else 1
+        tries = [deps.cache.get(g, hops, min_hops=shortest) for g in groups]
     except KGAgentsError as exc:
         failed = error_update("get_trie", exc, halted=isinstance(exc, KGError))
         return {"trie_size": 0, "answers": [], "paths": [], **failed}
@@ -191,7 +194,7 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     update: dict[str, Any] = {
         "trie_size": min(sizes),
         "trie_hops": hops,
-        "trie_exact": bool(exact),
+        "trie_exact": bool(exact) and not conjunction,
         "conjunction_route": conjunction,
         "trace": [
             {

@@ -83,6 +83,19 @@ def test_paths_decoded_from_each_topic_meet_on_the_answers():
     assert out["answers"] == [o for o, _ in reason["top"]]  # the whole set, best first
 
 
+def test_a_two_hop_depth_still_meets_on_the_nearest_answers():
+    # the question's depth says 2: each topic's trie also holds its 1-hop paths (a conjunction's chains
+    # may differ in length), and the walks meet nearest first: the films, not what the films share
+    dec = TrieDecoder(prefer=["release_year", "Penny Marshall"])
+    g = create_gcr_graph(KG, general_llm=FakeChat(logprobs=_in_order), decoder=dec, pack="none", hops=2)
+    out = g.invoke(BOTH, context={"num_beams": 10})
+    assert sorted(out["answers"]) == MET and out["errors"] == []
+    trie = next(t for t in out["trace"] if t["node"] == "get_trie")
+    assert trie["exact"] is True and trie["paths_per_topic"]["Robert Zemeckis"] > 2
+    reason = next(t for t in out["trace"] if t["node"] == "reason")
+    assert reason["walks"] == {"Tom Hanks": [["~starred_actors"]], "Robert Zemeckis": [["~directed_by"]]}
+
+
 def test_the_vote_orders_the_answers_without_a_general_model():
     dec = TrieDecoder(prefer=["Forrest Gump"])
     g = create_gcr_graph(KG, general_llm=None, decoder=dec, pack="none", hops=1)
