@@ -7,7 +7,9 @@ direct") combines chains from several topic entities: its answers are the entiti
 topic's chain, and each answer needs a verified path from each topic. :func:`answer_set` does both:
 given, for each topic entity, the relation paths a method chose for its walk, it walks them with
 :func:`~kg_agents.core.chains.walk_chain`, keeps the ends that every topic's walk reaches and, for each,
-one walk from each topic, verified against the KG.
+one walk from each topic, verified against the KG. :func:`meet` tries the combinations of each topic's
+ranked relation paths, the best ranks first, until the walks meet (which relation of a question belongs
+to which topic entity is what a small model most often gets wrong).
 
 Example:
     >>> from kg_agents.kg.memory import MemoryKG
@@ -20,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +31,19 @@ from kg_agents.core.chains import walk_chain
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import Path, verify_path
 
-__all__ = ["AnswerSet", "answer_set", "path_relations"]
+__all__ = [
+    "MAX_TRIES",
+    "AnswerSet",
+    "Meeting",
+    "answer_set",
+    "chain_combinations",
+    "from_every_topic",
+    "meet",
+    "path_relations",
+]
+
+#: The most combinations of relation paths :func:`meet` walks before it gives up.
+MAX_TRIES = 25
 
 
 @dataclass
@@ -115,4 +130,114 @@ def answer_set(
             out.unverified += 1
     lead = [e for e in dict.fromkeys(first) if e in out.support]
     out.answers = lead + [e for e in out.support if e not in set(lead)]
+    return out
+
+
+def chain_combinations(
+    sizes: Sequence[int], top_m: int, max_tries: int = MAX_TRIES
+) -> list[tuple[tuple[int, ...], ...]]:
+    """Which ranked relation paths each topic walks, try by try: first the ``top_m`` best of every
+    topic together, then one per topic, the best sum of ranks first (ties: the earlier topics' better
+    paths first), at most ``max_tries`` in all.
+
+    Example:
+        >>> chain_combinations([2, 2], 1)
+        [((0,), (0,)), ((0,), (1,)), ((1,), (0,)), ((1,), (1,))]
+    """
+    first = tuple(tuple(range(min(top_m, n))) for n in sizes)
+    singles = sorted(itertools.product(*(range(n) for n in sizes)), key=lambda c: (sum(c), c))
+    out = [first, *(tuple((i,) for i in c) for c in singles)]
+    return list(dict.fromkeys(out))[:max_tries]
+
+
+@dataclass
+class Meeting:
+    """What :func:`meet` found.
+
+    Attributes:
+        found: the answer set of the first combination whose walks meet (None: none met).
+        walks: the relation paths of each topic that met (or of the last combination tried).
+        tries: how many combinations were walked.
+    """
+
+    found: AnswerSet | None
+    walks: dict[str, list[list[str]]]
+    tries: int
+
+    @property
+    def met(self) -> bool:
+        """Whether the walks met (an answer reached from every topic entity)."""
+        return self.found is not None
+
+
+def meet(
+    kg: Any,
+    ranked: Mapping[str, Sequence[Sequence[str]]],
+    *,
+    top_m: int,
+    limit: int,
+    max_tries: int = MAX_TRIES,
+    first: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+) -> Meeting:
+    """Walk each topic's ranked relation paths until the walks meet: first the ``top_m`` best of every
+    topic together, then one path per topic, the best ranks first (:func:`chain_combinations`).
+
+    Args:
+        kg: the knowledge graph.
+        ranked: ``{topic entity: its relation paths, best first}`` (``~relation`` walked backwards).
+        top_m: relation paths of each topic walked together on the first try.
+        limit, first, exclude: as for :func:`answer_set`.
+        max_tries: the most combinations walked.
+
+    Raises:
+        ConfigError: as :func:`answer_set`, or ``top_m`` below 1.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Splash", "starred", "Tom Hanks"), ("Splash", "directed_by", "Ron Howard"),
+        ...                ("Splash", "year", "1984")])
+        >>> m = meet(kg, {"Tom Hanks": [["~starred", "year"], ["~starred"]],
+        ...               "Ron Howard": [["~directed_by"]]}, top_m=1, limit=10)
+        >>> m.met, m.tries, m.found.answers
+        (True, 2, ['Splash'])
+    """
+    if not isinstance(top_m, int) or isinstance(top_m, bool) or top_m < 1:
+        raise ConfigError(f"top_m must be a positive integer, got {top_m!r}")
+    if not ranked or any(not paths for paths in ranked.values()):
+        raise ConfigError("meet needs at least one relation path for each topic entity")
+    topics = list(ranked)
+    walks: dict[str, list[list[str]]] = {}
+    tries = 0
+    for combo in chain_combinations([len(ranked[t]) for t in topics], top_m, max_tries):
+        tries += 1
+        walks = {t: [list(ranked[t][i]) for i in idx] for t, idx in zip(topics, combo, strict=True)}
+        got = answer_set(kg, walks, limit=limit, first=first, exclude=exclude)
+        if got.answers:
+            return Meeting(got, walks, tries)
+    return Meeting(None, walks, tries)
+
+
+def from_every_topic(
+    candidates: Mapping[str, Sequence[Path]], topics: Sequence[str]
+) -> dict[str, list[Path]]:
+    """The candidates reached from every topic entity, each with its first path from each, in the topics'
+    order (a method that finds paths otherwise than by walking chains: retrieved triples, decoded paths).
+
+    Args:
+        candidates: ``{answer: the (verified) paths ending at it}``, best first.
+        topics: the topic entities (distinct, in order).
+
+    Example:
+        >>> a, b = Path.from_text("A -> r -> X"), Path.from_text("B -> s -> X")
+        >>> {k: [p.to_text() for p in v] for k, v in from_every_topic(
+        ...     {"X": [b, a], "Y": [Path.from_text("A -> r -> Y")]}, ["A", "B"]).items()}
+        {'X': ['A -> r -> X', 'B -> s -> X']}
+    """
+    starts = list(dict.fromkeys(topics))
+    out: dict[str, list[Path]] = {}
+    for answer, paths in candidates.items():
+        first = {t: next((p for p in paths if p.start == t), None) for t in starts}
+        if starts and all(first.values()):
+            out[answer] = [p for p in first.values() if p is not None]
     return out

@@ -5,9 +5,16 @@ from __future__ import annotations
 import pytest
 
 from kg_agents.core.chains import walk_chain
-from kg_agents.core.conjunction import answer_set, path_relations
+from kg_agents.core.conjunction import (
+    MAX_TRIES,
+    answer_set,
+    chain_combinations,
+    from_every_topic,
+    meet,
+    path_relations,
+)
 from kg_agents.errors import ConfigError
-from kg_agents.kg.base import verify_path
+from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.memory import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from tests.kg.hop_by_hop import HopByHopKG
@@ -71,3 +78,40 @@ def test_hop_by_hop_walks_match_the_stores_chain_queries():
         assert all(verify_path(KG, p) and path_relations(p) == path for p in b.paths)
     cut = walk_chain(HopByHopKG(KG), ["Tom Hanks"], ["~starred_actors"], limit=1)
     assert cut.ends == 1 and cut.truncated == ["Tom Hanks ~starred_actors"]
+
+
+def test_meet_tries_the_next_combinations_best_ranks_first():
+    ranked = {
+        "Tom Hanks": [["~starred_actors", "directed_by"], ["~starred_actors"]],
+        "Babaloo Mandel": [["~written_by"], ["~written_by", "release_year"]],
+    }
+    m = meet(KG, ranked, top_m=1, limit=100)
+    # directors and films do not meet; then (0, 1): directors and years; then (1, 0): films and films
+    assert m.met and m.tries == 3
+    assert m.walks == {"Tom Hanks": [["~starred_actors"]], "Babaloo Mandel": [["~written_by"]]}
+    assert m.found is not None and m.found.answers == ["Splash"]
+    assert chain_combinations([2, 2], 1)[:3] == [((0,), (0,)), ((0,), (1,)), ((1,), (0,))]
+    assert chain_combinations([2, 2], 2)[0] == ((0, 1), (0, 1))  # the top_m best together first
+    assert len(chain_combinations([9, 9, 9], 1)) == MAX_TRIES
+
+
+def test_meet_reports_walks_that_never_meet_and_refuses_bad_input():
+    m = meet(KG, {"Tom Hanks": [["~starred_actors"]], "French": [["~in_language"]]}, top_m=1, limit=100)
+    assert not m.met and m.found is None and m.tries == 1
+    for bad in ({}, {"Tom Hanks": []}):
+        with pytest.raises(ConfigError):
+            meet(KG, bad, top_m=1, limit=10)
+    with pytest.raises(ConfigError):
+        meet(KG, {"Tom Hanks": [["~starred_actors"]]}, top_m=0, limit=10)
+
+
+def test_from_every_topic_keeps_the_candidates_each_topic_reaches():
+    paths = {
+        "Splash": [Path.from_text("Ron Howard -> ~directed_by -> Splash")]
+        + [Path.from_text("Tom Hanks -> ~starred_actors -> Splash")] * 2,
+        "Big": [Path.from_text("Tom Hanks -> ~starred_actors -> Big")],
+    }
+    got = from_every_topic(paths, ["Tom Hanks", "Ron Howard", "Tom Hanks"])
+    assert list(got) == ["Splash"]
+    assert [p.start for p in got["Splash"]] == ["Tom Hanks", "Ron Howard"]  # one each, topics' order
+    assert from_every_topic(paths, []) == {}

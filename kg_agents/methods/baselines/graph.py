@@ -138,6 +138,8 @@ class GraphRAGContext:
             best one's (default: the factory's ``answer_ratio``).
         answer_hops: ranked route: how far from the topic entities the answers lie (default: the
             factory's ``answer_hops``).
+        conjunction: several topic entities: the answers are the entities reached from every one of
+            them (default: the factory's ``conjunction``).
     """
 
     max_triples: int | None = None
@@ -145,6 +147,7 @@ class GraphRAGContext:
     decide: Decide | None = None
     answer_ratio: float | None = None
     answer_hops: int | str | None = None
+    conjunction: bool | None = None
 
 
 class GraphRAGState(ReasoningState, total=False):
@@ -176,6 +179,7 @@ def create_graph_rag_graph(
     max_hops: int = 2,
     hop_fanout: int = 30,
     max_neighbourhood: int = 300,
+    conjunction: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph RAG baseline: the 1-hop neighbourhood (both directions) of the topic entities as context.
 
@@ -227,7 +231,12 @@ def create_graph_rag_graph(
         hop_fanout: at most this many triples per entity in a neighbourhood of two hops or more.
         max_neighbourhood: at most this many triples read for a neighbourhood of two hops or more (with
             ``hop_fanout``, the bound on the candidates the model ranks; what the defaults keep:
-            docs/dev/results-history.md).
+            docs/dev/results-history.md). Several topic entities share it, each its own neighbourhood.
+        conjunction: a question with several topic entities: each has its neighbourhood (the prompt's
+            triples taken from each in turn), and the answers are every entity the retrieved triples
+            connect to all of them, best first, each with its path from each topic entity; none: no
+            answer (``NoMeeting``). False: any topic entity's neighbour is a candidate. A run's context
+            may set it.
 
     Raises:
         ConfigError: an unknown prompt name, ``decide``, ``candidate_text`` or ``answer_hops``,
@@ -239,6 +248,8 @@ def create_graph_rag_graph(
     check_candidate_text(candidate_text)
     check_calibrate(calibrate)
     check_hops(answer_hops, "answer_hops")
+    if not isinstance(conjunction, bool):
+        raise ConfigError(f"graph_rag conjunction must be True or False, got {conjunction!r}")
     if max_hops < 1 or hop_fanout < 1 or max_neighbourhood < 1:
         raise ConfigError(
             "graph_rag max_hops, hop_fanout and max_neighbourhood must be >= 1, "
@@ -267,7 +278,12 @@ def create_graph_rag_graph(
         hop_fanout=hop_fanout,
         max_neighbourhood=max_neighbourhood,
         defaults=GraphRAGContext(
-            max_triples=60, max_answers=10, decide=decide, answer_ratio=answer_ratio, answer_hops=answer_hops
+            max_triples=60,
+            max_answers=10,
+            decide=decide,
+            answer_ratio=answer_ratio,
+            answer_hops=answer_hops,
+            conjunction=conjunction,
         ),
     )
     g = reasoning_graph(GraphRAGState, GraphRAGContext, setup, index)
@@ -291,6 +307,8 @@ class TextRAGContext:
         answer_ratio: ranked route: the probability share of the best answer that others need.
         answer_hops: ranked route: how far from the topic entities the answers lie (see
             :func:`create_text_rag_graph`).
+        conjunction: several topic entities: the answers are the entities reached from every one of
+            them (see :func:`create_text_rag_graph`).
     """
 
     top_k: int | None = None
@@ -298,6 +316,7 @@ class TextRAGContext:
     decide: Decide | None = None
     answer_ratio: float | None = None
     answer_hops: int | str | None = None
+    conjunction: bool | None = None
 
 
 class TextRAGState(ReasoningState, total=False):
@@ -329,6 +348,7 @@ def create_text_rag_graph(
     calibrate: bool = False,
     answer_hops: int | str = "auto",
     hop_classifier: Any = None,
+    conjunction: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Text RAG baseline: dense (FAISS) retrieval of verbalised triples as the context.
 
@@ -382,6 +402,11 @@ def create_text_rag_graph(
             scored below it on 3-hop questions: docs/dev/results-history.md).
         hop_classifier: predicts ``answer_hops`` (default: the pack's, else knowledge_navigator's
             bundled one).
+        conjunction: a question with several topic entities (neighbourhood scope): each has its own
+            neighbourhood (its share of ``max_candidates``) and its share of the ``top_k`` nearest
+            triples, and the answers are every entity the retrieved triples connect to all of them, best
+            first, each with its path from each topic entity; none: no answer (``NoMeeting``). False:
+            any topic entity's is a candidate. A run's context may set it.
 
     Raises:
         ConfigError: an unknown ``scope``, ``decide``, ``candidate_text``, ``answer_hops`` or prompt
@@ -392,6 +417,8 @@ def create_text_rag_graph(
         >>> g = create_text_rag_graph(open_kg("metaqa"))                       # doctest: +SKIP
         >>> out = g.invoke({"question": "who directed [Splash]"}, context={"top_k": 10})  # doctest: +SKIP
     """
+    if not isinstance(conjunction, bool):
+        raise ConfigError(f"text_rag conjunction must be True or False, got {conjunction!r}")
     if scope not in ("neighborhood", "kg"):
         raise ConfigError(f"text_rag scope must be 'neighborhood' or 'kg', got {scope!r}")
     if hops < 1 or fanout_limit < 1 or max_candidates < 1:
@@ -425,7 +452,12 @@ def create_text_rag_graph(
         hop_classifier=setup.hop_classifier,
         auto_hops=setup.auto_hops,
         defaults=TextRAGContext(
-            top_k=20, max_answers=10, decide=decide, answer_ratio=answer_ratio, answer_hops=answer_hops
+            top_k=20,
+            max_answers=10,
+            decide=decide,
+            answer_ratio=answer_ratio,
+            answer_hops=answer_hops,
+            conjunction=conjunction,
         ),
     )
     g = reasoning_graph(TextRAGState, TextRAGContext, setup, index)

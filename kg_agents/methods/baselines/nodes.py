@@ -24,6 +24,7 @@ from typing import Any, Literal
 from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.conjunction import from_every_topic
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers, topic_question
 from kg_agents.core.hops import check_hops, question_hops
@@ -32,10 +33,16 @@ from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, no_answer_error
 from kg_agents.core.support import support_paths
 from kg_agents.kg.base import Path, Triple
-from kg_agents.methods.baselines.retrieval import TripleEmbeddings, neighbourhood, verbalize
+from kg_agents.methods.baselines.retrieval import (
+    TripleEmbeddings,
+    interleave,
+    topic_neighbourhoods,
+    verbalize,
+)
 from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
+    "NO_MEETING",
     "GraphRAGDeps",
     "LLMOnlyDeps",
     "TextRAGDeps",
@@ -44,11 +51,17 @@ __all__ = [
     "answer_from_paths",
     "graph_rag_answer",
     "graph_rag_retrieve",
+    "hub_links",
     "llm_only_answer",
+    "nearest_meeting",
     "text_rag_after_link",
     "text_rag_answer",
     "text_rag_retrieve",
 ]
+
+
+#: The message of a question with several topic entities none of whose candidates all of them reach.
+NO_MEETING = "no retrieved entity is reached from every topic entity"
 
 
 def after_link(state: Mapping[str, Any]) -> str:
@@ -150,6 +163,49 @@ def at_distance(paths: list[Path], hops: int | None) -> tuple[list[Path], bool]:
     return kept, True
 
 
+def nearest_meeting(met: dict[str, list[Path]]) -> tuple[dict[str, list[Path]], int | None]:
+    """The candidates of ``met`` (one path from each topic entity) whose paths have the fewest hops in
+    all, and that number (None when there are none).
+
+    Example:
+        >>> near = Path.from_text("A -> r -> X"), Path.from_text("B -> s -> X")
+        >>> far = Path.from_text("A -> r -> X -> g -> G"), Path.from_text("B -> s -> Y -> g -> G")
+        >>> got, n = nearest_meeting({"G": list(far), "X": list(near)})
+        >>> list(got), n
+        (['X'], 2)
+    """
+    if not met:
+        return {}, None
+    size = {a: sum(len(p.hops) for p in ps) for a, ps in met.items()}
+    least = min(size.values())
+    return {a: ps for a, ps in met.items() if size[a] == least}, least
+
+
+def hub_links(
+    kg: Any, lists: Mapping[str, list[Triple]], hubs: list[str], fanout: int
+) -> dict[str, list[Triple]]:
+    """For each topic entity in ``hubs`` (whose neighbours were cut at the fan-out: a genre, a language),
+    the triples that link it to the neighbours of the other topic entities (one read of their
+    neighbourhoods): a conjunction's answers are among those, wherever the hub's cut fell.
+
+    Example:
+        >>> from kg_agents.kg import MemoryKG
+        >>> kg = MemoryKG([("A", "genre", "Western"), ("B", "genre", "Western"), ("B", "by", "Mann")])
+        >>> hub_links(kg, {"Western": [], "Mann": [Triple("B", "by", "Mann")]}, ["Western"], 10)
+        {'Western': [Triple(head='B', relation='genre', tail='Western')]}
+    """
+    skip = set(lists)
+    others = list(
+        dict.fromkeys(
+            t.other(e) for e, ts in lists.items() if e not in hubs for t in ts if t.other(e) not in skip
+        )
+    )
+    if not others:
+        return {}
+    back = kg.neighbors_many(others, direction="both", limit=fanout)
+    return {h: [t for o in others for t in back.get(o, []) if t.other(o) == h] for h in hubs}
+
+
 @metered
 @guarded("retrieve")
 def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
@@ -158,13 +214,19 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
     With an answer distance ``h`` of two or more (:func:`answer_distance`), the neighbourhood out to
     ``h`` hops (``hop_fanout`` per entity, ``max_neighbourhood`` triples in all) instead; the prompt
     shows its first ``max_triples``, and the answer step picks among the entities ``h`` hops away.
+
+    Several topic entities: each has its own neighbourhood, with its share of ``max_neighbourhood``,
+    and the triples are taken from each in turn, so the cut at ``max_triples`` keeps some of every one.
+    At 1 hop, a topic entity whose neighbours the fan-out cut (a hub: a genre, a language) gets first
+    the triples linking it to the other topic entities' neighbours (:func:`hub_links`).
     """
     ctx = run_context(runtime, deps.defaults)
-    ents = state.get("topic_entities") or []
+    ents = list(dict.fromkeys(state.get("topic_entities") or []))
     hops, noted = answer_distance(deps, state, ctx, deps.max_hops)
     update: dict[str, Any] = {"answer_hops": hops}
     if hops is not None and hops >= 2:
-        found, cut = neighbourhood(deps.kg, ents, hops, deps.hop_fanout, deps.max_neighbourhood)
+        per_topic, cut = topic_neighbourhoods(deps.kg, ents, hops, deps.hop_fanout, deps.max_neighbourhood)
+        found = interleave(per_topic)
         return update | {
             "neighbourhood": found,
             "triples": found[: ctx.max_triples],
@@ -180,12 +242,18 @@ def graph_rag_retrieve(deps: GraphRAGDeps, state: Mapping[str, Any], runtime: An
             ],
         }
     nbrs = deps.kg.neighbors_many(ents, direction="both", limit=deps.fanout_limit)
-    triples: list[Triple] = []
     truncated = [e for e, tl in nbrs.items() if tl.truncated]
-    for e in ents:
-        triples.extend(nbrs.get(e, []))
+    lists = {e: list(nbrs.get(e, [])) for e in ents}
+    linked = 0
+    if ctx.conjunction and len(ents) > 1 and truncated and len(truncated) < len(ents):
+        links = hub_links(deps.kg, lists, truncated, deps.fanout_limit)
+        linked = sum(len(x) for x in links.values())
+        lists = {e: list(dict.fromkeys([*links.get(e, []), *ts])) for e, ts in lists.items()}
+    triples: list[Triple] = interleave(lists.values())
     cut = len(triples) > ctx.max_triples
     triples = triples[: ctx.max_triples]
+    if linked:
+        noted = {**noted, "hub_links": linked}
     return update | {
         "triples": triples,
         "evidence": [t.to_text() for t in triples],
@@ -219,14 +287,32 @@ def answer_from_paths(
     its answer and keeps the candidates it names (the rest is dropped and traced). Either way every
     answer ends a returned, verified path. With an answer distance (``state["answer_hops"]``) only the
     candidates that far from a topic entity are offered, where there are any.
+
+    Several topic entities (``conjunction``, on by default): the candidates are the entities the
+    retrieved triples connect to every topic entity by the fewest hops in all (:func:`nearest_meeting`:
+    the films two actors share, not the genres their films share), and every one of them is an answer,
+    best first (cut at ``max_answers``), with its path from each topic entity; when none is reached from
+    all of them, there is no answer (a ``NoMeeting`` error). The answer distance does not apply (a
+    conjunction's chains may differ in length). ``conjunction`` off: any topic entity's neighbour is one.
     """
     kg = deps.kg
     triples = state.get("triples") or []
-    topics = list(state.get("topic_entities") or [])
-    hops = state.get("answer_hops")
+    topics = list(dict.fromkeys(state.get("topic_entities") or []))
+    conjunction = bool(ctx.conjunction) and len(topics) > 1
+    hops = None if conjunction else state.get("answer_hops")
     paths, filtered = at_distance(paths, hops)
     candidates = answer_candidates(kg.label, paths, exclude=topics)
     trace: dict[str, Any] = {"node": "answer", "decide": ctx.decide, "candidates": len(candidates)}
+    if conjunction:  # only the entities reached from every topic entity, one path from each
+        candidates, hops_in_all = nearest_meeting(from_every_topic(candidates, topics))
+        trace.update(conjunction=True, met=len(candidates), met_hops=hops_in_all)
+        if not candidates and paths:
+            return {
+                "answers": [],
+                "paths": [],
+                "trace": [trace],
+                "errors": [error_record("answer", NO_MEETING, type="NoMeeting")],
+            }
     if hops is not None:
         trace.update(answer_hops=hops, kept_at_distance=filtered)
     text_mode = deps.candidate_text
@@ -259,6 +345,8 @@ def answer_from_paths(
             deps.model, messages, texts, prefix="Answer: ", role="answer", keys=labels, baseline=baseline
         )
         picked = ranked_answers(ranking, max_answers=ctx.max_answers, ratio=ctx.answer_ratio)
+        if conjunction and ranking.matched:  # the whole set where the topics meet, best first
+            picked = [ranking.options[i] for i in ranking.order()][: ctx.max_answers]
         answers = [labels[texts.index(t)] for t in picked]
         trace.update(ranking.as_trace())
     else:
@@ -348,7 +436,9 @@ def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:
 def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
     """The ``top_k`` triples nearest to the question: among the neighbourhood, or the whole KG.
 
-    An answer distance (:func:`answer_distance`) within ``hops`` is kept for the answer step.
+    An answer distance (:func:`answer_distance`) within ``hops`` is kept for the answer step. Several
+    topic entities (neighbourhood scope): each has its own neighbourhood (its share of
+    ``max_candidates``) and its share of the ``top_k`` nearest triples, taken from each in turn.
     """
     import faiss
 
@@ -365,15 +455,22 @@ def text_rag_retrieve(deps: TextRAGDeps, state: Mapping[str, Any], runtime: Any)
             "evidence": [verbalize(kg, t) for t in found],
             "trace": [{"node": "retrieve", "scope": deps.scope, **noted, "retrieved": len(found)}],
         }
-    candidates, cut = neighbourhood(kg, ents, deps.hops, deps.fanout_limit, deps.max_candidates)
-    texts = [verbalize(kg, t) for t in candidates]
+    per_topic, cut = topic_neighbourhoods(kg, ents, deps.hops, deps.fanout_limit, deps.max_candidates)
+    candidates = interleave(per_topic)
     triples: list[Triple] = []
     if candidates:
-        vecs = deps.embeddings.embed(texts)
-        flat = faiss.IndexFlatIP(vecs.shape[1])
-        flat.add(vecs)
-        _, ids = flat.search(q.reshape(1, -1), min(ctx.top_k, len(candidates)))
-        triples = [candidates[i] for i in ids[0] if i >= 0]
+        vecs = deps.embeddings.embed([verbalize(kg, t) for t in candidates])
+        row = {t: i for i, t in enumerate(candidates)}
+        share = -(-ctx.top_k // len(per_topic))  # each topic's nearest, ceil(top_k / topics) of them
+        nearest = []
+        for own in per_topic:
+            if not own:
+                continue
+            flat = faiss.IndexFlatIP(vecs.shape[1])
+            flat.add(vecs[[row[t] for t in own]])
+            _, ids = flat.search(q.reshape(1, -1), min(share, len(own)))
+            nearest.append([own[i] for i in ids[0] if i >= 0])
+        triples = interleave(nearest)[: ctx.top_k]
     return {
         "answer_hops": hops,
         "triples": triples,

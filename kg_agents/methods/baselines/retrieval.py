@@ -3,6 +3,8 @@
 - :func:`verbalize`: a triple as a sentence (``"Splash directed by Ron Howard"``);
 - :func:`encode_texts`: L2-normalised embeddings from an ``Encoder``;
 - :func:`neighbourhood`: the candidate triples within a few hops of the topic entities;
+  :func:`topic_neighbourhoods`: each topic entity's own, its share of the budget each, and
+  :func:`interleave`, their triples taken in turn;
 - :class:`TripleEmbeddings`: the encoder (loaded on first need), a bounded cache of triple
   embeddings, and the persisted whole-KG index (:class:`TripleTextIndex`), per graph.
 
@@ -16,8 +18,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,9 +34,13 @@ __all__ = [
     "TripleEmbeddings",
     "TripleTextIndex",
     "encode_texts",
+    "interleave",
     "neighbourhood",
+    "topic_neighbourhoods",
     "verbalize",
 ]
+
+_T = TypeVar("_T")
 
 #: Triple embeddings kept per graph (the oldest are dropped first).
 EMBEDDING_CACHE_SIZE = 200_000
@@ -191,3 +198,41 @@ def neighbourhood(
                     nxt.append(o)
         frontier = nxt
     return list(seen), cut
+
+
+def interleave(lists: Iterable[Sequence[_T]]) -> list[_T]:
+    """The items of ``lists`` taken in turn (the first of each, then the second of each, ...), each once:
+    a cut of the result keeps a share of every list.
+
+    Example:
+        >>> interleave([[1, 2, 3], [4], [5, 1]])
+        [1, 4, 5, 2, 3]
+    """
+    seqs = [list(x) for x in lists]
+    out: dict[_T, None] = {}
+    for i in range(max((len(x) for x in seqs), default=0)):
+        for x in seqs:
+            if i < len(x):
+                out.setdefault(x[i], None)
+    return list(out)
+
+
+def topic_neighbourhoods(
+    kg: Any, starts: list[str], hops: int, fanout: int, budget: int
+) -> tuple[list[list[Triple]], bool]:
+    """Each topic entity's :func:`neighbourhood`, with its share of ``budget`` (at least one triple), so
+    that one topic's hubs do not spend the budget of the others (a conjunction's answers lie in all).
+
+    Returns:
+        ``(triples per topic entity, cut)``: one list per distinct entity of ``starts``, in order, and
+        whether a fan-out or a share cut any.
+    """
+    topics = list(dict.fromkeys(starts))
+    share = max(1, budget // max(1, len(topics)))
+    out: list[list[Triple]] = []
+    cut = False
+    for t in topics:
+        found, c = neighbourhood(kg, [t], hops, fanout, share)
+        out.append(found)
+        cut = cut or c
+    return out, cut

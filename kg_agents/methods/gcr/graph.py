@@ -95,6 +95,8 @@ class GCRContext:
         answer_ratio: ranked route: the probability share of the best answer that others need.
         hops: the trie's depth per question: an integer, ``"predict"``, ``"auto"`` or ``"none"`` (see
             :func:`create_gcr_graph`).
+        conjunction: several topic entities: paths decoded from each, the answers where they meet (see
+            :func:`create_gcr_graph`).
     """
 
     num_beams: int | None = None
@@ -103,6 +105,7 @@ class GCRContext:
     decide: Decide | None = None
     answer_ratio: float | None = None
     hops: int | str | None = None
+    conjunction: bool | None = None
 
 
 class GCRState(ReasoningState, total=False):
@@ -113,6 +116,7 @@ class GCRState(ReasoningState, total=False):
     trie_size: int
     trie_hops: int
     trie_exact: bool
+    conjunction_route: bool
 
 
 def create_gcr_graph(
@@ -145,6 +149,7 @@ def create_gcr_graph(
     path_scores: str = "trie",
     calibrate: bool = False,
     candidate_text: str = "label",
+    conjunction: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -216,6 +221,12 @@ def create_gcr_graph(
         candidate_text: ranked route: what the general model ranks for each candidate: ``"label"``
             (default): its name; ``"path"``: the first verified path that reaches it (``Splash ->
             directed_by -> Ron Howard``), so the relations that lead to it are in the option it scores.
+        conjunction: a question with several topic entities (the trie on): one KG-Trie per topic
+            entity, K paths decoded from each (a decoder call each), and the answers are the entities
+            where the walks along each topic's decoded relation paths meet, best first (cut at
+            ``max_answers``), each with one verified path from each topic entity; none (``NoMeeting``)
+            when they do not meet (:mod:`~kg_agents.methods.gcr.conjunction`). False: one trie and one
+            decoding from all of them together, as the paper does. A run's context may set it.
 
     Raises:
         ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores``, ``candidate_text`` or
@@ -239,6 +250,8 @@ def create_gcr_graph(
     if candidate_text not in CANDIDATE_TEXTS:
         raise ConfigError(f"candidate_text must be one of {CANDIDATE_TEXTS}, got {candidate_text!r}")
     check_ratio(answer_ratio)
+    if not isinstance(conjunction, bool):
+        raise ConfigError(f"conjunction must be True or False, got {conjunction!r}")
     templates = prompt_templates(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )

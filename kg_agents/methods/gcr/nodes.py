@@ -39,6 +39,7 @@ from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded
 from kg_agents.errors import KGAgentsError, KGError
 from kg_agents.kg.base import Path
+from kg_agents.methods.gcr.conjunction import reason_conjunction
 from kg_agents.methods.gcr.trie import TrieCache, parse_path_text
 from kg_agents.untrusted import kg_block, kg_text
 
@@ -163,6 +164,11 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     one (with ``"auto"``, predicted by the hop classifier where the KG pack's route says so, as on MetaQA):
     then it holds the paths of
     exactly that many hops. The decoder reads both from the state.
+
+    Several topic entities (``conjunction``, on by default, with the trie on): one trie per topic entity,
+    each as for one but with every path of 1 to the question's hop count, as a conjunction's chains may
+    differ in length (:mod:`~kg_agents.methods.gcr.conjunction`); a topic entity without a path ends the
+    question, as no answer can be reached from every one.
     """
     ents = state.get("topic_entities") or []
     ctx = run_context(runtime, deps.defaults)
@@ -171,71 +177,86 @@ def get_trie(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str,
     hops = exact or ctx.max_hops
     if not deps.constrained:
         return {"trie_size": -1, "trie_hops": hops, "trace": [{"node": "get_trie", "constrained": False}]}
+    topics = list(dict.fromkeys(ents))
+    conjunction = bool(ctx.conjunction) and len(topics) > 1
+    groups = [[t] for t in topics] if conjunction else [list(ents)]
     before = deps.cache.info()
     try:
         # with the question's hop count, only paths of that many hops: a decoded path cannot end sooner
-        trie = deps.cache.get(ents, hops, min_hops=hops if exact else 1)
+        # a conjunction's chains may differ in length: each topic's trie holds paths of 1..hops
+        shortest = hops if exact and not conjunction else 1
+        tries = [deps.cache.get(g, hops, min_hops=shortest) for g in groups]
     except KGAgentsError as exc:
         failed = error_update("get_trie", exc, halted=isinstance(exc, KGError))
         return {"trie_size": 0, "answers": [], "paths": [], **failed}
     after = deps.cache.info()
-    st = trie.stats
+    sizes = [len(trie) for trie in tries]
     update: dict[str, Any] = {
-        "trie_size": len(trie),
+        "trie_size": min(sizes),
         "trie_hops": hops,
-        "trie_exact": bool(exact),
+        "trie_exact": bool(exact) and not conjunction,
+        "conjunction_route": conjunction,
         "trace": [
             {
                 "node": "get_trie",
                 "entities": list(ents),
+                **({"paths_per_topic": dict(zip(topics, sizes, strict=True))} if conjunction else {}),
                 "max_hops": hops,
                 "hops": ctx.hops,
                 "exact": bool(exact),
-                "paths": len(trie),
-                "fanout_truncated": list(st.fanout_truncated),
-                "path_limit_hit": st.path_limit_hit,
+                "paths": sum(sizes),
+                "fanout_truncated": [e for trie in tries for e in trie.stats.fanout_truncated],
+                "path_limit_hit": any(trie.stats.path_limit_hit for trie in tries),
                 "built": after["misses"] - before["misses"],
                 "from_disk": after["disk"] - before["disk"],
                 "memory_hits": after["hits"] - before["hits"],
             }
         ],
     }
-    if len(trie) == 0:
+    if min(sizes) == 0:
         length = f"exactly {hops}" if exact else f"<= {hops}"
-        err = error_update("get_trie", f"no path of {length} hops from {list(ents)}", type="NoPath")
+        empty = next(g for g, n in zip(groups, sizes, strict=True) if n == 0)
+        err = error_update("get_trie", f"no path of {length} hops from {empty}", type="NoPath")
         update.update(answers=[], paths=[], errors=err["errors"], trace=update["trace"] + err["trace"])
     return update
 
 
 @metered
 def decode(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
-    """K reasoning paths with hypothesis answers by KG-Trie-constrained beam search (one model call)."""
+    """K reasoning paths with hypothesis answers by KG-Trie-constrained beam search (one model call; on
+    the conjunction route, K from each topic entity's trie, the prompt naming that topic entity)."""
     ctx = run_context(runtime, deps.defaults)
     ents = state.get("topic_entities") or []
-    shown = "\n".join(kg_text(e) for e in ents)
-    messages = deps.decode_template.format_messages(question=state["question"], entities=shown)
-    try:
-        hops = state.get("trie_hops") or ctx.max_hops
-        shortest = hops if state.get("trie_exact") else 1
-        trie = deps.cache.get(ents, hops, min_hops=shortest) if deps.constrained else None
-        out = deps.decoder.generate(messages, trie, ctx.num_beams)
-    except (KGAgentsError, ValueError) as exc:
-        return {"decoded": [], "answers": [], "paths": [], **error_update("decode", exc)}
-    stats = dict(getattr(deps.decoder, "last_stats", {}) or {})
-    record_usage(
-        llm_calls=1,
-        input_tokens=int(stats.get("prompt_tokens", 0)),
-        output_tokens=int(stats.get("output_tokens", 0)),
-    )
-    decoded = [
-        {
-            "path": d.path_text,
-            "hypothesis": d.continuation,
-            "score": d.score,
-            "in_trie": bool(d.meta.get("in_trie", False)),
-        }
-        for d in out
-    ]
+    groups = [[t] for t in dict.fromkeys(ents)] if state.get("conjunction_route") else [list(ents)]
+    decoded: list[dict[str, Any]] = []
+    seconds = 0.0
+    for group in groups:
+        shown = "\n".join(kg_text(e) for e in group)
+        messages = deps.decode_template.format_messages(question=state["question"], entities=shown)
+        try:
+            hops = state.get("trie_hops") or ctx.max_hops
+            shortest = hops if state.get("trie_exact") else 1
+            trie = deps.cache.get(group, hops, min_hops=shortest) if deps.constrained else None
+            out = deps.decoder.generate(messages, trie, ctx.num_beams)
+        except (KGAgentsError, ValueError) as exc:
+            return {"decoded": [], "answers": [], "paths": [], **error_update("decode", exc)}
+        stats = dict(getattr(deps.decoder, "last_stats", {}) or {})
+        record_usage(
+            llm_calls=1,
+            input_tokens=int(stats.get("prompt_tokens", 0)),
+            output_tokens=int(stats.get("output_tokens", 0)),
+        )
+        seconds += float(stats.get("seconds") or 0.0)
+        decoded += [
+            {
+                "path": d.path_text,
+                "hypothesis": d.continuation,
+                "score": d.score,
+                "in_trie": bool(d.meta.get("in_trie", False)),
+                **({"topic": group[0]} if len(groups) > 1 else {}),
+            }
+            for d in out
+        ]
     return {
         "decoded": decoded,
         "trace": [
@@ -244,7 +265,8 @@ def decode(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
                 "constrained": deps.constrained,
                 "num_beams": ctx.num_beams,
                 "decoded": len(decoded),
-                "seconds": stats.get("seconds"),
+                "topics": len(groups),
+                "seconds": seconds,
             }
         ],
     }
@@ -279,13 +301,22 @@ def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
     how many paths reach them; the general model ranks the candidates (``decide="rank"``) or writes
     answers that are kept where they name one (``"generate"``). What names no candidate is dropped
     and traced; the K verified paths stay the returned paths.
+
+    On the conjunction route, :func:`~kg_agents.methods.gcr.conjunction.reason_conjunction`: the
+    entities where the walks along each topic's decoded relation paths meet, best first, and their
+    paths, one from each topic entity.
     """
     ctx = run_context(runtime, deps.defaults)
     decoded = state.get("decoded") or []
     paths: list[Path] = list(state.get("paths") or [])
     topics = state.get("topic_entities") or []
-    candidates = answer_candidates(deps.kg.label, paths, exclude=topics)
     voted = vote(decoded)
+    if state.get("conjunction_route"):
+        messages = deps.reason_template.format_messages(
+            question=state["question"], paths=format_paths(decoded)
+        )
+        return reason_conjunction(deps, state, ctx, voted, messages)
+    candidates = answer_candidates(deps.kg.label, paths, exclude=topics)
     grounded, _, dropped = ground_answers(voted, candidates)
     # candidates in vote order: hypotheses that name one, then endpoints by the number of paths
     by_paths = sorted(candidates, key=lambda lab: -len(candidates[lab]))

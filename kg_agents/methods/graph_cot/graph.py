@@ -41,6 +41,10 @@ sum_{i<D} t**i`` states expanded (the paper's table 5: ``k (t**D - 1)/(t - 1)``)
 - CoT: ``n`` step calls (+1 final answer call when ``Finish`` never came).
 - explore: each step and each merge adds its entity extraction, pruning and End? calls.
 
+Several topic entities (``conjunction``, ranked route): one walk from each, the answers where the walks
+meet, each with a verified path from every topic entity, instead of the chain of thoughts
+(:mod:`~kg_agents.methods.graph_cot.conjunction`).
+
 Reasoning paths: the triples a chain saw (``NeighborCheck`` results, explored triples) are searched for
 paths from the chain's start entities (topic entities, retrieved nodes) to the answers; every path goes
 through :func:`~kg_agents.core.nodes.verified_paths_update`.
@@ -77,6 +81,7 @@ from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import KnowledgeGraph
+from kg_agents.methods.graph_cot.conjunction import route_prepare, walk_topics
 from kg_agents.methods.graph_cot.interaction import (
     AGENT_PROMPTS,
     EXPLORE_PROMPTS,
@@ -148,8 +153,10 @@ def build_graph(deps: GraphCoTDeps, *, checkpointer: Checkpointer = None) -> Gra
     g.add_node("vote", partial(vote, deps))
     g.add_node("select", select)
     g.add_node("answer", partial(answer, deps))
+    g.add_node("walk_topics", partial(walk_topics, deps))
     g.add_edge(START, "prepare")
-    g.add_conditional_edges("prepare", route_expand, ["expand", "answer"])
+    g.add_conditional_edges("prepare", route_prepare, ["walk_topics", "expand", "answer"])
+    g.add_edge("walk_topics", END)
     g.add_edge("expand", "collect")
     g.add_conditional_edges("collect", route_merge, ["merge", "score", "vote", "select"])
     g.add_edge("merge", "collect_merged")
@@ -188,6 +195,7 @@ def create_graph_agent_graph(
     hop_classifier: Any = None,
     relation_chain: bool = True,
     plan_example: bool | None = None,
+    conjunction: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -254,6 +262,12 @@ def create_graph_agent_graph(
             relation at every hop.
         plan_example: show the relation-chain prompt's worked example (a 2-hop chain) when the chain
             has 3 hops or more. None (default): for every model but a specialist adapter.
+        conjunction: on the ranked route, a question with several topic entities is walked from each
+            instead of the agent's steps (:mod:`~kg_agents.methods.graph_cot.conjunction`, as
+            graph_explore does): each topic's relation chains ranked against the whole question, the
+            answers where the walks meet, best first, each with a verified path from every topic entity;
+            no answer (``NoMeeting``) when they do not meet. False: the agent's steps, from all the topic
+            entities. A run's context may set it.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -270,7 +284,16 @@ def create_graph_agent_graph(
         >>> g.invoke({"question": "who directed [Splash]"}, context={"depth": 2})     # doctest: +SKIP
     """
     defaults = GraphCoTContext(
-        strategy, evaluator, k, t, depth, max_steps, search_depth=0, decide=decide, hops=hops
+        strategy,
+        evaluator,
+        k,
+        t,
+        depth,
+        max_steps,
+        search_depth=0,
+        decide=decide,
+        hops=hops,
+        conjunction=conjunction,
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     if not isinstance(relation_chain, bool):
@@ -326,6 +349,7 @@ def create_graph_explore_graph(
     hop_classifier: Any = None,
     relation_chain: bool | None = None,
     plan_example: bool | None = None,
+    conjunction: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -369,6 +393,12 @@ def create_graph_explore_graph(
         plan_example: show the relation-chain prompt's worked example (a 2-hop chain) when the chain
             has 3 hops or more. None (default): for every model but a specialist adapter, which learns
             the chains without it.
+        conjunction: on the ranked route, a question with several topic entities is walked from each
+            (:mod:`~kg_agents.methods.graph_cot.conjunction`): each topic's relation chains (1 hop to
+            the walk's length) ranked against the whole question, the answers where the walks meet, best
+            first, each with a verified path from every topic entity; no answer (``NoMeeting``) when they
+            do not meet. False: the chain of thoughts from all the topic entities. A run's context may
+            set it.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set
@@ -379,7 +409,16 @@ def create_graph_explore_graph(
         >>> g.invoke({"question": "who directed [Splash]"})["paths"]                          # doctest: +SKIP
     """
     defaults = GraphCoTContext(
-        strategy, evaluator, k, t, depth, max_steps, search_depth, decide=decide, hops=hops
+        strategy,
+        evaluator,
+        k,
+        t,
+        depth,
+        max_steps,
+        search_depth,
+        decide=decide,
+        hops=hops,
+        conjunction=conjunction,
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     for key, v in (

@@ -60,6 +60,8 @@ class GraphCoTContext:
         decide: ``rank`` (choices ranked by the model's log-probability) or ``generate`` (written).
         hops: the walk's length on the ranked route: ``"auto"``, ``"predict"``, ``"none"`` or a positive
             integer (see the factories).
+        conjunction: on the ranked route, a question with several topic entities is walked from each,
+            its answers where the walks meet (:mod:`~kg_agents.methods.graph_cot.conjunction`); None: on.
     """
 
     strategy: Strategy | None = None
@@ -71,6 +73,7 @@ class GraphCoTContext:
     search_depth: int | None = None
     decide: Literal["rank", "generate"] | None = None
     hops: int | str | None = None
+    conjunction: bool | None = None
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
@@ -90,7 +93,10 @@ def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
         "search_depth": ctx.search_depth,
         "decide": ctx.decide or "rank",
         "hops": check_hops("none" if ctx.hops is None else ctx.hops),
+        "conjunction": True if ctx.conjunction is None else ctx.conjunction,
     }
+    if not isinstance(s["conjunction"], bool):
+        raise ConfigError(f"conjunction must be True or False, got {s['conjunction']!r}")
     if s["decide"] not in ("rank", "generate"):
         raise ConfigError(f"decide must be 'rank' or 'generate', got {s['decide']!r}")
     if s["strategy"] not in STRATEGIES:

@@ -34,7 +34,8 @@ candidates needs no call (every voter would pick them all).
 
 Several topic entities (``conjunction``, on by default on the ranked route): one walk from each topic
 entity, its relation chains ranked against the whole question, and the answers where the walks meet,
-each with a verified path from every topic entity (:mod:`.walks`). Ranked answers are the whole set
+each with a verified path from every topic entity (:mod:`.walks`; no answer when they do not meet,
+unless ``conjunction_fallback``). Ranked answers are the whole set
 (``whole_set``): every end the walk reached, best first, cut at ``max_answers``.
 
 Every per-run option (:class:`KnowledgeNavigatorContext`) is also a factory option; a run's context
@@ -149,8 +150,11 @@ class KnowledgeNavigatorContext:
             ``max_answers``; False: the best and those within ``answer_ratio`` of it.
         conjunction: on the ranked route, a question with several topic entities is walked from each
             (:mod:`.walks`): the answers are where the walks meet, each with a verified path from every
-            topic entity (the first topic's walk alone when they do not meet); False: one walk from all
-            of them together, as for one topic entity.
+            topic entity (no answer when they do not meet); False: one walk from all of them together,
+            as for one topic entity.
+        conjunction_fallback: a conjunction whose walks do not meet falls back to the first topic
+            entity's walk alone (its answers have a path from that topic only); the factory's default
+            (False) answers nothing then, as every answer must be reached from every topic entity.
     """
 
     hops: int | None = None
@@ -177,6 +181,7 @@ class KnowledgeNavigatorContext:
     plan_example: bool | None = None
     whole_set: bool | None = None
     conjunction: bool | None = None
+    conjunction_fallback: bool | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -235,6 +240,7 @@ def create_knowledge_navigator_graph(
     plan_example: bool | None = None,
     whole_set: bool = True,
     conjunction: bool = True,
+    conjunction_fallback: bool = False,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -270,10 +276,11 @@ def create_knowledge_navigator_graph(
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
             select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate,
-            relation_chain, plan_example, whole_set, conjunction: the defaults of the per-run options, see
-            :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default) ranks relations and answers by
-            the model's log-probability (relations with the ``select_relations_rank`` prompt, chains with
-            ``select_chain_rank``); ``"generate"`` is the paper's free-generation route.
+            relation_chain, plan_example, whole_set, conjunction, conjunction_fallback: the defaults of
+            the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default)
+            ranks relations and answers by the model's log-probability (relations with the
+            ``select_relations_rank`` prompt, chains with ``select_chain_rank``); ``"generate"`` is the
+            paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
         select_prompt: the ``select_relations`` prompt.
         reason_prompt: the ``reason`` prompt, also used for few-shot reasoning unless ``prompts`` names
@@ -349,7 +356,9 @@ def create_knowledge_navigator_graph(
         after_analyse,
         {"select_relations": "select_relations", "walk_topics": "walk_topics", "end": END},
     )
-    g.add_conditional_edges("walk_topics", end_on_error("verbalise"), {"verbalise": "verbalise", "end": END})
+    g.add_conditional_edges(
+        "walk_topics", end_on_error("verbalise", on_answers=True), {"verbalise": "verbalise", "end": END}
+    )
     g.add_conditional_edges("select_relations", end_on_error("expand"), {"expand": "expand", "end": END})
     g.add_conditional_edges(
         "expand", after_expand, {"select_relations": "select_relations", "verbalise": "verbalise", "end": END}

@@ -144,7 +144,14 @@ def check_context(ctx: Any) -> str | None:
         return f"hops must be at least 1 or None (got {ctx.hops!r})"
     if ctx.decide not in DECIDE_MODES:
         return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
-    for name in ("calibrate", "relation_chain", "plan_example", "whole_set", "conjunction"):
+    for name in (
+        "calibrate",
+        "relation_chain",
+        "plan_example",
+        "whole_set",
+        "conjunction",
+        "conjunction_fallback",
+    ):
         if not isinstance(getattr(ctx, name), bool):
             return f"{name} must be True or False (got {getattr(ctx, name)!r})"
     try:

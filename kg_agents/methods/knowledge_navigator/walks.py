@@ -7,51 +7,37 @@ classifier, or the ``hops`` option: a walk of a conjunction is at most as deep a
 ranked against the whole question (each question variant votes, as for a chain question), the top
 ``M`` are kept, and :func:`~kg_agents.core.conjunction.answer_set` walks them: the answers are the
 entities every topic's walk reaches, each with one verified path from each topic entity. When they do not
-meet, the next combinations of each topic's ranked chains are tried, the best ranks first (which relation
-of the question belongs to which topic entity is what a small model most often gets wrong); when none
-meets, the question falls back to the first topic entity's walk alone (traced as ``met: false``).
-The reasoning step then ranks the answers as it ranks a chain question's.
+meet, the next combinations of each topic's ranked chains are tried, the best ranks first
+(:func:`~kg_agents.core.conjunction.meet`: which relation of the question belongs to which topic entity is
+what a small model most often gets wrong). When none meets (traced as ``met: false``), the question has no
+answer (a ``NoMeeting`` error): an answer must be reached from every topic entity. With
+``conjunction_fallback`` it falls back to the first topic entity's walk alone, whose answers then have a
+path from that topic only. The reasoning step ranks the answers as it ranks a chain question's.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from kg_agents.core.chains import chain_example, chain_text, relation_chains, relation_path
-from kg_agents.core.conjunction import answer_set
+from kg_agents.core.conjunction import MAX_TRIES, answer_set, meet
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import rank
 from kg_agents.core.metering import metered
-from kg_agents.core.records import guarded
+from kg_agents.core.records import error_record, guarded
 from kg_agents.methods.knowledge_navigator.knowledge import weighted_vote
 from kg_agents.untrusted import kg_text
 
-__all__ = ["MAX_TRIES", "RUNNERS_UP", "rank_chains", "walk_topics"]
+__all__ = ["MAX_TRIES", "NO_MEETING", "RUNNERS_UP", "rank_chains", "walk_topics"]
 
 #: Runners-up kept per topic entity of a conjunction, after its ``M`` best chains: when the best chains'
 #: walks do not meet, the next combinations are tried, best ranks first (at most :data:`MAX_TRIES`).
 RUNNERS_UP = 4
-#: The most combinations of chains a conjunction walks before it falls back.
-MAX_TRIES = 25
-
-
-def _combinations(sizes: Sequence[int], top_m: int) -> list[tuple[tuple[int, ...], ...]]:
-    """Which chains each topic walks, try by try: first the ``top_m`` kept chains of every topic, then
-    one chain per topic, the best sum of ranks first (ties: the earlier topics' better chains first), at
-    most :data:`MAX_TRIES` in all.
-
-    Example:
-        >>> _combinations([2, 2], 1)
-        [((0,), (0,)), ((0,), (1,)), ((1,), (0,)), ((1,), (1,))]
-    """
-    first = tuple(tuple(range(min(top_m, n))) for n in sizes)
-    singles = sorted(itertools.product(*(range(n) for n in sizes)), key=lambda c: (sum(c), c))
-    out = [first, *(tuple((i,) for i in c) for c in singles)]
-    return list(dict.fromkeys(out))[:MAX_TRIES]
+#: The message of a conjunction whose walks do not meet.
+NO_MEETING = "the walks from the topic entities do not meet: no entity is reached from every one of them"
 
 
 def rank_chains(
@@ -140,7 +126,8 @@ def rank_chains(
 def walk_topics(deps: Any, state: Mapping[str, Any], runtime: Runtime[Any] | None = None) -> dict[str, Any]:
     """The conjunction route (see the module): one walk from each topic entity, its relation chains
     (1 to ``hops`` hops) ranked against the whole question, and the answers where the walks meet, each
-    with a verified path from every topic entity; the first topic's walk alone when they do not meet."""
+    with a verified path from every topic entity; no answer when they do not meet (with
+    ``conjunction_fallback``: the first topic's walk alone)."""
     ctx = run_context(runtime, deps.defaults)
     topics = list(dict.fromkeys(state.get("topic_entities") or []))
     voters = [state["question"], *(state.get("variants") or [])]
@@ -160,20 +147,18 @@ def walk_topics(deps: Any, state: Mapping[str, Any], runtime: Runtime[Any] | Non
         if chains:
             ranked[t] = [relation_path(tuple((r, d) for r, d in c)) for c in chains]
     met = len(ranked) == len(topics) and len(ranked) > 0
-    got = None
-    walks: dict[str, list[list[str]]] = {}
-    tries = 0
-    for combo in _combinations([len(ranked[t]) for t in ranked], ctx.top_m) if met else []:
-        tries += 1
-        walks = {t: [ranked[t][i] for i in idx] for t, idx in zip(ranked, combo, strict=True)}
-        got = answer_set(deps.kg, walks, limit=deps.fanout_limit)
-        if got.answers:
-            break
-    if got is None or not got.answers:  # the walks never meet: the first topic's walk alone
+    meeting = meet(deps.kg, ranked, top_m=ctx.top_m, limit=deps.fanout_limit) if met else None
+    got = meeting.found if meeting else None
+    walks = meeting.walks if meeting else {}
+    tries = meeting.tries if meeting else 0
+    fallback = False
+    if got is None:
         met = False
         first = next(iter(ranked), None)
-        walks = {first: ranked[first][: ctx.top_m]} if first else {}
-        got = answer_set(deps.kg, walks, limit=deps.fanout_limit, exclude=topics) if first else None
+        if ctx.conjunction_fallback and first:  # the option: the first topic's walk alone
+            fallback = True
+            walks = {first: ranked[first][: ctx.top_m]}
+            got = answer_set(deps.kg, walks, limit=deps.fanout_limit, exclude=topics)
     support = {} if got is None else {e: [p.to_text() for p in got.support[e]] for e in got.answers}
     retrieved = list(
         dict.fromkeys(t for ps in (got.support.values() if got else ()) for p in ps for t in p.triples)
@@ -183,15 +168,21 @@ def walk_topics(deps: Any, state: Mapping[str, Any], runtime: Runtime[Any] | Non
             "node": "walk_topics",
             "walks": walks,
             "met": met,
+            "fallback": fallback,
             "tries": tries,
             "ends": got.ends if got else {},
             "answers": len(support),
             "fanout_truncated": got.truncated if got else [],
         }
     )
-    return {
+    update: dict[str, Any] = {
         "conjunction": support,
         "retrieved": retrieved,
         "retrieval_llm_calls": calls,
         "trace": trace,
     }
+    if got is None:  # no answer: none is reached from every topic entity
+        update.update(
+            answers=[], paths=[], errors=[error_record("walk_topics", NO_MEETING, type="NoMeeting")]
+        )
+    return update

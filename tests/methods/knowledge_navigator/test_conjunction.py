@@ -52,14 +52,25 @@ def test_two_topics_are_walked_each_and_answered_where_they_meet(kg):
     assert not [t for t in out["trace"] if t["node"] == "select_relations"]
 
 
-def test_walks_that_do_not_meet_fall_back_to_the_first_topics_walk():
+def test_walks_that_do_not_meet_answer_nothing_by_default():
+    _, g = _graph()
+    q = {"question": "which films of [Tom Hanks] are in [French]", "topic_entities": ["Tom Hanks", "French"]}
+    out = g.invoke(q, context={"hops": 1})
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    assert walk["met"] is False and walk["fallback"] is False and walk["tries"] == 1
+    assert out["answers"] == [] and out["paths"] == []
+    assert [e["type"] for e in out["errors"]] == ["NoMeeting"]
+    assert not [t for t in out["trace"] if t["node"] == "reason"]
+
+
+def test_walks_that_do_not_meet_fall_back_to_the_first_topics_walk_as_an_option():
     _, g = _graph()
     out = g.invoke(
         {"question": "which films of [Tom Hanks] are in [French]", "topic_entities": ["Tom Hanks", "French"]},
-        context={"hops": 1},
+        context={"hops": 1, "conjunction_fallback": True},
     )
     walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
-    assert walk["met"] is False
+    assert walk["met"] is False and walk["fallback"] is True
     assert sorted(out["answers"]) == ["Big", "Cast Away", "Forrest Gump", "Splash"]
     assert all(p.start == "Tom Hanks" and verify_path(KG, p) for p in out["paths"]) and len(out["paths"]) == 4
 
@@ -89,7 +100,7 @@ def test_conjunction_off_walks_from_all_topics_together():
 @pytest.mark.integration
 def test_local_model_walks_each_topic_of_a_conjunction_on_a_small_kg():
     """The embedded chat model (zero-shot) ranks each topic's chains: whatever it chooses, the answers
-    are where the walks meet (or, when they do not, the first topic's walk), each path verified."""
+    are where the walks meet (none when they do not), each path verified."""
     from kg_agents.llm import resolve_chat_model
 
     g = create_knowledge_navigator_graph(KG, llm=resolve_chat_model("local"), adapter="none", pack="none")
@@ -97,18 +108,18 @@ def test_local_model_walks_each_topic_of_a_conjunction_on_a_small_kg():
         {"question": BOTH, "topic_entities": ["Tom Hanks", "Robert Zemeckis"]},
         context={"hops": 1, "num_variants": 0},
     )
-    assert out["errors"] == []
     walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
     assert set(walk["walks"]) <= {"Tom Hanks", "Robert Zemeckis"}
-    assert all(verify_path(KG, p) for p in out["paths"]) and out["answers"]
+    assert all(verify_path(KG, p) for p in out["paths"])
     if walk["met"]:
+        assert out["errors"] == [] and out["answers"]
         for a in out["answers"]:
             assert sorted(p.start for p in out["paths"] if KG.label(p.end) == a) == [
                 "Robert Zemeckis",
                 "Tom Hanks",
             ]
     else:
-        assert all(p.start == "Tom Hanks" for p in out["paths"])
+        assert out["answers"] == [] and [e["type"] for e in out["errors"]] == ["NoMeeting"]
 
 
 def test_when_the_best_chains_do_not_meet_the_next_combinations_are_tried():

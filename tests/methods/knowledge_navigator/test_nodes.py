@@ -54,6 +54,7 @@ DEFAULTS = KnowledgeNavigatorContext(
     plan_example=True,
     whole_set=True,
     conjunction=True,
+    conjunction_fallback=False,
 )
 SPLASH_DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 SPLASH_WRITTEN = Triple("Splash", "written_by", "Babaloo Mandel")

@@ -19,7 +19,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.chains import chain_example as chain_prompt_example
 from kg_agents.core.chains import chain_text as relation_chain_text
-from kg_agents.core.chains import relation_chains
+from kg_agents.core.chains import relation_chains, relation_path
 from kg_agents.core.decide import answer_candidates, check_calibrate, rank
 from kg_agents.core.metering import MeteredKG
 from kg_agents.core.prompts import PromptLike, prompt_templates
@@ -192,22 +192,26 @@ class Interaction:
         paths = support_paths(starts, triples, ends, max_hops=PATH_HOPS, shortest=True)
         return answer_candidates(self.kg.label, paths, exclude=starts)
 
-    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
-        """The relation chain of ``length`` hops from ``starts`` the model ranks first (calibrated with
-        ``chain_calibrate``: each chain's score less its score when the question is only the entity), as
-        the toolbox names the relations (``~relation`` followed backwards); empty when the graph has no
-        such chain (the levels then rank relations as usual).
-
-        Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
-        a whole against the question, the chain's first hops are read with its last.
+    def rank_chains(
+        self, question: str, starts: list[str], lengths: Sequence[int]
+    ) -> tuple[list[list[str]], dict[str, Any]]:
+        """The relation chains of each of ``lengths`` hops from ``starts``, ranked against the whole
+        ``question`` by the model (the ``explore_plan_relations`` prompt; calibrated with
+        ``chain_calibrate``: each chain's score less its score when the question is only the entity),
+        best first, as the toolbox names the relations (``~relation`` followed backwards), and what to
+        trace of it; no chains when the graph has none of those lengths (no model call then).
         """
-        chains, truncated = relation_chains(self.kg, starts, length)
+        chains: list[Any] = []
+        truncated = False
+        for length in lengths:
+            found, cut = relation_chains(self.kg, starts, length)
+            chains += found
+            truncated = truncated or cut
         if not chains:
-            trace["plan"] = {"chains": 0}
-            return []
+            return [], {"chains": 0}
         entity = ", ".join(kg_text(entity_label(self.kg, e)) for e in starts)
         tpl = self.prompts["explore_plan_relations"]
-        example = chain_prompt_example(length, self.chain_example)
+        example = chain_prompt_example(max(lengths), self.chain_example)
         ranking = rank(
             self.model,
             tpl.format_messages(question=question, entity=entity, example=example),
@@ -218,14 +222,24 @@ class Interaction:
             if self.chain_calibrate
             else None,
         )
-        # the relations as the toolbox names them (``~relation`` followed backwards)
-        best = [f"{INVERSE_PREFIX}{r}" if d == "in" else r for r, d in chains[ranking.order()[0]]]
-        trace["plan"] = {
+        ordered = [relation_path(chains[i]) for i in ranking.order()]
+        info = {
             "chains": len(chains),
             "example": bool(example),
             "calibrated": bool(ranking.extra.get("calibrated", False)),
             "truncated": truncated,
-            "chosen": best,
+            "chosen": ordered[0],
             "ranking": ranking.as_trace(top=5),
         }
-        return best
+        return ordered, info
+
+    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
+        """The relation chain of ``length`` hops from ``starts`` the model ranks first
+        (:meth:`rank_chains`); empty when the graph has no such chain (the levels then rank relations
+        as usual).
+
+        Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
+        a whole against the question, the chain's first hops are read with its last.
+        """
+        ordered, trace["plan"] = self.rank_chains(question, starts, [length])
+        return ordered[0] if ordered else []
