@@ -11,6 +11,7 @@ from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 from tests.fakes import FakeChat, FakeHops
 from tests.kg.hop_by_hop import HopByHopKG
+from tests.methods.meeting import assert_answered_where_they_meet
 
 KG = MemoryKG(CONTRACT_TRIPLES)
 BOTH = "which films starring [Tom Hanks] did [Robert Zemeckis] direct"
@@ -30,15 +31,7 @@ def _graph(kg=KG, **options):
 def test_two_topics_are_walked_each_and_answered_where_they_meet(kg):
     llm, g = _graph(kg, hop_classifier=FakeHops(2))
     out = g.invoke({"question": BOTH, "topic_entities": ["Tom Hanks", "Robert Zemeckis"]})
-    assert out["errors"] == []
-    assert sorted(out["answers"]) == ["Cast Away", "Forrest Gump"]
-    # one path per topic entity for each answer, each verified
-    assert sorted(p.to_text() for p in out["paths"]) == sorted(
-        f"{t} -> {r} -> {a}"
-        for a in ("Cast Away", "Forrest Gump")
-        for t, r in (("Tom Hanks", "~starred_actors"), ("Robert Zemeckis", "~directed_by"))
-    )
-    assert all(verify_path(KG, p) for p in out["paths"])
+    assert_answered_where_they_meet(out, KG)
     # each walk's chains (1 to the predicted 2 hops) ranked against the whole question
     chains = [t for t in out["trace"] if t["node"] == "select_chains"]
     assert [c["topic"] for c in chains] == ["Tom Hanks", "Robert Zemeckis"]
