@@ -318,10 +318,9 @@ def match_paths(
     by_path: dict[str, list[dict[str, Any]]] = {}
     words: dict[str, str] = {}
     for c in pool:
-        path = Path.from_text(chains[c["entity"]])
-        key = " ".join(path_relations(path))
+        key = " ".join(_relations(chains, c["entity"]))
         by_path.setdefault(key, []).append(c)
-        words[key] = path_words(path)
+        words.setdefault(key, path_words(Path.from_text(chains[c["entity"]])))
     if len(by_path) < 2:
         return pool, dict.fromkeys(by_path, 1.0)
     keys = sorted(by_path)
@@ -363,7 +362,7 @@ def backtrack_chains(
     if ctx.path_match and len(topics) <= 1 and pool:
         question = bracket_mentions(state["question"], [deps.kg.label(t) for t in topics])
         pool, sims = match_paths(deps, question, pool, kept)
-        best = " ".join(path_relations(Path.from_text(kept[pool[0]["entity"]])))
+        best = " ".join(_relations(kept, pool[0]["entity"]))
         cands = pool[: ctx.num_candidates]
         info["chains"] = {c["entity"]: kept[c["entity"]] for c in cands}
         info["path_match"] = {"best": best, "paths": {w: round(v, 4) for w, v in sims.items()}}
