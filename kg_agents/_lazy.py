@@ -6,6 +6,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+__all__ = ["lazy_attributes"]
+
 
 def lazy_attributes(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: a name in ``modules``, imported from its module on first use.
