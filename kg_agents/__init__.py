@@ -12,9 +12,7 @@ Heavier names (graph factories, models, the entity index) are imported on first 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from kg_agents._lazy import lazy_attributes
 from kg_agents.errors import (
     ConfigError,
     DataFormatError,
@@ -39,10 +37,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

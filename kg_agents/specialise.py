@@ -345,21 +345,28 @@ class _Context:
         )
         return {"val_hits1": res["val_hits1"]}
 
+    def _training_options(self, stage: str) -> dict[str, Any]:
+        """The options the gcr and specialist trainings share: the KG, the training questions and their hop
+        counts, the device and its precision, the seed, the log and the stage's folder in the pack."""
+        return {
+            "kg": self.spec,
+            "questions": str(self.train_file),
+            "hops": ",".join(map(str, self.hop_list)),
+            "bf16": _bf16(self.device),
+            "device": self.device,
+            "seed": self.seed,
+            "log_every": 0 if self.log.quiet else 10,
+            "out": str(self.root / stage),
+        }
+
     def gcr(self) -> dict[str, Any]:
         from kg_agents.methods.gcr.train import train_gcr
 
         info = train_gcr(
-            kg=self.spec,
-            questions=str(self.train_file),
-            hops=",".join(map(str, self.hop_list)),
+            **self._training_options("gcr"),
             limit=self.budget.gcr_questions,
             epochs=self.budget.gcr_epochs,
             gold_paths="hops",
-            bf16=_bf16(self.device),
-            device=self.device,
-            seed=self.seed,
-            log_every=0 if self.log.quiet else 10,
-            out=str(self.root / "gcr"),
         )
         self.log(f"[gcr] {info['examples']} examples, {info['steps']} steps, last loss {info['last_loss']}")
         self.manifest.add_component("gcr_path_generator", "gcr", record=_drop(info, "loss_curve", "out"))
@@ -372,18 +379,11 @@ class _Context:
         # the ones the methods meet with the pack (its hop classifier sets their walks' length)
         pack_opts = ",".join(f"{m}.pack={self.root.resolve()}" for m in DEFAULT_METHODS.split(","))
         info = train_specialist(
-            kg=self.spec,
-            questions=str(self.train_file),
-            hops=",".join(map(str, self.hop_list)),
+            **self._training_options("specialist"),
             limit=self.budget.specialist_questions * len(self.hop_list),
             method_options=pack_opts,
             epochs=self.budget.specialist_epochs,
             lora_layers=self.budget.specialist_layers,
-            bf16=_bf16(self.device),
-            device=self.device,
-            seed=self.seed,
-            log_every=0 if self.log.quiet else 10,
-            out=str(self.root / "specialist"),
         )
         self.log(f"[specialist] {info.get('decisions', '?')} decisions, {info.get('steps', '?')} steps")
         self.manifest.add_component("specialist", "specialist", record=_drop(info, "loss_curve", "out"))

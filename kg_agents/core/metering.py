@@ -12,12 +12,12 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from kg_agents.core.state import USAGE_KEYS, add_usage
-from kg_agents.kg.base import Direction, KnowledgeGraph, TripleList
+from kg_agents.kg.base import KnowledgeGraph
 
 __all__ = [
     "MeteredKG",
@@ -118,8 +118,23 @@ async def ainvoke_llm(llm: Any, messages: Sequence[BaseMessage] | str, **kwargs:
     return msg  # type: ignore[no-any-return]
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 #: Optional store methods that MeteredKG counts as KG calls when the store has them.
 _COUNTED_OPTIONAL = frozenset({"chain_ends", "chain_witnesses"})
+
+
+def _counted(method: Callable[Concatenate[KnowledgeGraph, P], R]) -> Callable[Concatenate[MeteredKG, P], R]:
+    """A ``MeteredKG`` method: counts a KG call, then calls the wrapped store's method of that name."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def counted(self: MeteredKG, *args: P.args, **kwargs: P.kwargs) -> R:
+        _count("kg_calls")
+        return cast("Callable[P, R]", getattr(self.inner, name))(*args, **kwargs)
+
+    return counted
 
 
 class MeteredKG:
@@ -148,45 +163,14 @@ class MeteredKG:
             return counted
         return attr
 
-    def has_entity(self, entity: str) -> bool:
-        _count("kg_calls")
-        return self.inner.has_entity(entity)
-
-    def label(self, entity: str) -> str:
-        _count("kg_calls")
-        return self.inner.label(entity)
-
-    def features(self, entity: str) -> dict[str, str]:
-        _count("kg_calls")
-        return self.inner.features(entity)
-
-    def relations(self, entity: str, direction: Direction = "out") -> list[str]:
-        _count("kg_calls")
-        return self.inner.relations(entity, direction)
-
-    def neighbors(
-        self, entity: str, relation: str | None = None, direction: Direction = "out", limit: int | None = None
-    ) -> TripleList:
-        _count("kg_calls")
-        return self.inner.neighbors(entity, relation, direction, limit)
-
-    def neighbors_many(
-        self,
-        entities: Sequence[str],
-        relation: str | None = None,
-        direction: Direction = "out",
-        limit: int | None = None,
-    ) -> dict[str, TripleList]:
-        _count("kg_calls")
-        return self.inner.neighbors_many(entities, relation, direction, limit)
-
-    def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int:
-        _count("kg_calls")
-        return self.inner.degree(entity, relation, direction)
-
-    def has_triple(self, head: str, relation: str, tail: str) -> bool:
-        _count("kg_calls")
-        return self.inner.has_triple(head, relation, tail)
+    has_entity = _counted(KnowledgeGraph.has_entity)
+    label = _counted(KnowledgeGraph.label)
+    features = _counted(KnowledgeGraph.features)
+    relations = _counted(KnowledgeGraph.relations)
+    neighbors = _counted(KnowledgeGraph.neighbors)
+    neighbors_many = _counted(KnowledgeGraph.neighbors_many)
+    degree = _counted(KnowledgeGraph.degree)
+    has_triple = _counted(KnowledgeGraph.has_triple)
 
     def all_relations(self) -> list[str]:
         return self.inner.all_relations()

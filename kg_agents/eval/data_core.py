@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.kg.base import KnowledgeGraph
@@ -27,11 +27,14 @@ __all__ = [
     "KGSpec",
     "Question",
     "load_jsonl_questions",
+    "read_content_lines",
     "read_lines",
+    "split_dataset",
     "split_indices",
 ]
 
 KGSpec = str | KnowledgeGraph | Callable[[], KnowledgeGraph]
+Row = TypeVar("Row")
 
 #: Valid ``split`` values.
 SPLITS = ("dev", "train", "validation")
@@ -202,6 +205,32 @@ def read_lines(path: str | FsPath) -> list[str]:
         raise DataFormatError(str(p), None, f"cannot read: {exc}") from exc
 
 
+def read_content_lines(path: str | FsPath) -> list[str]:
+    """:func:`read_lines` without the blank lines that end the file."""
+    lines = read_lines(path)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def split_dataset(
+    source: FsPath,
+    rows: Sequence[Row],
+    question: Callable[[int, Row], Question],
+    *,
+    name: str,
+    kg: KGSpec | None,
+    split: str,
+    seed: int,
+    limit: int | None,
+) -> Dataset:
+    """The dataset of the rows of ``source`` that :func:`split_indices` keeps, each made a question by
+    ``question(its index, row)``; its meta names the file, the seed, the number of rows and the limit."""
+    questions = [question(i, rows[i]) for i in split_indices(len(rows), split, seed=seed, limit=limit)]
+    meta = {"source": str(source), "seed": seed, "lines": len(rows), "limit": limit}
+    return Dataset(name=name, questions=questions, kg=kg, split=split, meta=meta)
+
+
 def check_int(name: str, value: Any, allowed: Sequence[int]) -> int:
     if value not in allowed:
         raise ConfigError(f"{name} must be one of {list(allowed)}, got {value!r}")
@@ -276,9 +305,7 @@ def load_jsonl_questions(
                 meta={"source": str(p), "line": n, **{k: v for k, v in rec.items() if k not in known}},
             )
         )
-    questions = [parsed[i] for i in split_indices(len(parsed), split, seed=seed, limit=limit)]
-    meta = {"source": str(p), "seed": seed, "lines": len(parsed), "limit": limit}
-    return Dataset(name=name, questions=questions, kg=kg, split=split, meta=meta)
+    return split_dataset(p, parsed, lambda _, q: q, name=name, kg=kg, split=split, seed=seed, limit=limit)
 
 
 def json_object(line: str, p: FsPath, n: int) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from pathlib import Path as FsPath
 
 from kg_agents.data import data_path
 from kg_agents.errors import DataFormatError
-from kg_agents.eval.data_core import Dataset, KGSpec, Question, check_int, read_lines, split_indices
+from kg_agents.eval.data_core import Dataset, KGSpec, Question, check_int, read_content_lines, split_dataset
 from kg_agents.kg.text import BRACKETED
 
 __all__ = ["load_metaqa", "load_metaqa_file", "metaqa_all_hops", "parse_metaqa_line"]
@@ -65,9 +65,7 @@ def load_metaqa_file(
     """
     p = FsPath(path)
     name = name or p.name.split(".")[0]
-    lines = read_lines(p)
-    while lines and not lines[-1].strip():
-        lines.pop()
+    lines = read_content_lines(p)
     parsed = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -75,9 +73,7 @@ def load_metaqa_file(
         parsed.append(parse_metaqa_line(line, path=str(p), lineno=n))
     qtypes: list[str | None] = [None] * len(parsed)
     if qtype_path is not None:
-        qlines = read_lines(qtype_path)
-        while qlines and not qlines[-1].strip():
-            qlines.pop()
+        qlines = read_content_lines(qtype_path)
         if len(qlines) != len(parsed):
             raise DataFormatError(
                 str(qtype_path), None, f"{len(qlines)} question types for {len(parsed)} questions in {p.name}"
@@ -86,23 +82,20 @@ def load_metaqa_file(
             if not qt.strip():
                 raise DataFormatError(str(qtype_path), n, "empty question type")
         qtypes = [q.strip() for q in qlines]
-    keep = split_indices(len(parsed), split, seed=seed, limit=limit)
-    questions = []
-    for i in keep:
-        text, topic, answers = parsed[i]
-        questions.append(
-            Question(
-                id=f"{name}-{i}",
-                question=text,
-                answers=answers,
-                topic_entities=[topic],
-                hops=hops,
-                qtype=qtypes[i],
-                meta={"source": str(p), "line": i + 1},
-            )
+
+    def make_question(i: int, row: tuple[str, str, list[str]]) -> Question:
+        text, topic, answers = row
+        return Question(
+            id=f"{name}-{i}",
+            question=text,
+            answers=answers,
+            topic_entities=[topic],
+            hops=hops,
+            qtype=qtypes[i],
+            meta={"source": str(p), "line": i + 1},
         )
-    meta = {"source": str(p), "seed": seed, "lines": len(parsed), "limit": limit}
-    return Dataset(name=name, questions=questions, kg=kg, split=split, meta=meta)
+
+    return split_dataset(p, parsed, make_question, name=name, kg=kg, split=split, seed=seed, limit=limit)
 
 
 def load_metaqa(hops: int, split: str = "dev", *, seed: int = 0, limit: int | None = None) -> Dataset:

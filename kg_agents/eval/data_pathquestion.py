@@ -6,7 +6,7 @@ from pathlib import Path as FsPath
 
 from kg_agents.data import data_path
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.eval.data_core import Dataset, KGSpec, Question, read_lines, split_indices
+from kg_agents.eval.data_core import Dataset, KGSpec, Question, read_content_lines, split_dataset
 from kg_agents.kg.base import Hop, Path
 
 __all__ = [
@@ -134,9 +134,7 @@ def load_pathquestion_file(
     """
     p = FsPath(path)
     name = name or p.name.split(".")[0]
-    lines = read_lines(p)
-    while lines and not lines[-1].strip():
-        lines.pop()
+    lines = read_content_lines(p)
     parsed: list[tuple[str, list[str], Path]] = []
     for n, line in enumerate(lines, 1):
         parts = line.split("\t")
@@ -155,19 +153,17 @@ def load_pathquestion_file(
         if gold.end != main:
             raise DataFormatError(str(p), n, f"path ends at {gold.end!r}, answer is {main!r}")
         parsed.append((question, list(dict.fromkeys([main, *aliases])), gold))
-    questions = []
-    for i in split_indices(len(parsed), split, seed=seed, limit=limit):
-        question, answers, gold = parsed[i]
-        questions.append(
-            Question(
-                id=f"{name}-{i}",
-                question=question,
-                answers=answers,
-                topic_entities=[gold.start] if gold.start else None,
-                hops=hops if hops is not None else len(gold),
-                qtype=None,
-                meta={"source": str(p), "line": i + 1, "gold_path": gold, "answer": answers[0]},
-            )
+
+    def make_question(i: int, row: tuple[str, list[str], Path]) -> Question:
+        text, answers, gold = row
+        return Question(
+            id=f"{name}-{i}",
+            question=text,
+            answers=answers,
+            topic_entities=[gold.start] if gold.start else None,
+            hops=hops if hops is not None else len(gold),
+            qtype=None,
+            meta={"source": str(p), "line": i + 1, "gold_path": gold, "answer": answers[0]},
         )
-    meta = {"source": str(p), "seed": seed, "lines": len(parsed), "limit": limit}
-    return Dataset(name=name, questions=questions, kg=kg, split=split, meta=meta)
+
+    return split_dataset(p, parsed, make_question, name=name, kg=kg, split=split, seed=seed, limit=limit)

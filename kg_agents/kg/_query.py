@@ -13,6 +13,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from kg_agents.errors import EntityNotFound, InvalidTermError
+from kg_agents.kg import base
 from kg_agents.kg._query_builders import (
     Node,
     Row,
@@ -108,7 +109,7 @@ def _check_limit(limit: int | None) -> None:
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
 
 
-class SparqlBackedKG:
+class SparqlBackedKG(base.KnowledgeGraph):
     """``KnowledgeGraph`` methods written once over two primitives, ``_select`` and ``_ask``.
 
     Subclasses set ``name``, ``profile``, ``batch_size`` and implement ``_select(query) -> list[Row]``,
@@ -257,15 +258,6 @@ class SparqlBackedKG:
             return [self.profile.relation_id(r["r"].value) for r in rows]
 
         return list(self._cached(("rels", entity, direction), compute))
-
-    def neighbors(
-        self,
-        entity: str,
-        relation: str | None = None,
-        direction: Direction = "out",
-        limit: int | None = None,
-    ) -> TripleList:
-        return self.neighbors_many([entity], relation, direction, limit)[entity]
 
     def neighbors_many(
         self,

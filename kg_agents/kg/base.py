@@ -211,6 +211,10 @@ class KnowledgeGraph(Protocol):
     Batch forms (``neighbors_many``) let a remote store answer a hop over many entities in one
     round trip. Unknown entities are not errors for neighbour queries (they have no edges);
     ``label`` and ``features`` raise :class:`~kg_agents.errors.EntityNotFound`.
+
+    A store that subclasses the protocol writes one of ``neighbors`` and ``neighbors_many`` and is given
+    the other: ``neighbors`` as a batch of one, or ``neighbors_many`` as one ``neighbors`` call per
+    distinct entity.
     """
 
     name: str
@@ -229,7 +233,8 @@ class KnowledgeGraph(Protocol):
         relation: str | None = None,
         direction: Direction = "out",
         limit: int | None = None,
-    ) -> TripleList: ...
+    ) -> TripleList:
+        return self.neighbors_many([entity], relation, direction, limit)[entity]
 
     def neighbors_many(
         self,
@@ -237,7 +242,8 @@ class KnowledgeGraph(Protocol):
         relation: str | None = None,
         direction: Direction = "out",
         limit: int | None = None,
-    ) -> dict[str, TripleList]: ...
+    ) -> dict[str, TripleList]:
+        return {e: self.neighbors(e, relation, direction, limit) for e in dict.fromkeys(entities)}
 
     def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int: ...
 

@@ -17,6 +17,7 @@ from typing import IO
 import numpy as np
 
 from kg_agents.errors import DataFormatError, EntityNotFound
+from kg_agents.kg import base
 from kg_agents.kg.base import Direction, Hop, Path, Triple, TripleList, check_direction, parse_relation_path
 
 __all__ = ["RDFS_LABEL", "MemoryKG", "guess_format", "read_delimited"]
@@ -30,7 +31,7 @@ def _open_text(path: FsPath) -> IO[str]:
     return open(path, encoding="utf-8")
 
 
-class MemoryKG:
+class MemoryKG(base.KnowledgeGraph):
     """An in-memory, read-only knowledge graph.
 
     Build one from triples (``MemoryKG(triples)``) or a file (``MemoryKG.from_file(path)``: MetaQA
@@ -246,15 +247,6 @@ class MemoryKG:
                 else:
                     out.append(Triple(entity, rels[r_i], ents[o_i]))
         return TripleList(out, truncated=total > len(out), total=total)
-
-    def neighbors_many(
-        self,
-        entities: Sequence[str],
-        relation: str | None = None,
-        direction: Direction = "out",
-        limit: int | None = None,
-    ) -> dict[str, TripleList]:
-        return {e: self.neighbors(e, relation, direction, limit) for e in dict.fromkeys(entities)}
 
     def degree(self, entity: str, relation: str | None = None, direction: Direction = "out") -> int:
         check_direction(direction)

@@ -10,8 +10,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kg_agents._lazy import lazy_attributes
 
 _LAZY = {
     "create_llm_only_graph": "kg_agents.methods.baselines",
@@ -25,10 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = sorted(_LAZY)

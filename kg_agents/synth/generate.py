@@ -203,13 +203,22 @@ class _Synth:
         self.seen.add(((topic,), text))
         return _Draft("chain", (w,), tuple(sorted(w.answers)), text)
 
-    def conjunction(self, bases: Sequence[PathSchema]) -> _Draft | None:
-        """One conjunction from a random base chain, or None (the reason counted)."""
+    def base_walk(self, bases: Sequence[PathSchema]) -> tuple[PathSchema, str, Walk] | None:
+        """A random base chain, a random topic of it and its walk; None where the walk fails a filter or
+        has fewer than two answers (nothing narrower to ask for)."""
         s1 = bases[self.rng.randrange(len(bases))]
         t1 = s1.topics[self.rng.randrange(len(s1.topics))]
         w1 = self.checked_walk(t1, s1.steps)
         if isinstance(w1, str) or len(w1.answers) < 2:
             return None
+        return s1, t1, w1
+
+    def conjunction(self, bases: Sequence[PathSchema]) -> _Draft | None:
+        """One conjunction from a random base chain, or None (the reason counted)."""
+        base = self.base_walk(bases)
+        if base is None:
+            return None
+        s1, t1, w1 = base
         ends = sorted(w1.answers)
         a = ends[self.rng.randrange(len(ends))]
         options: set[tuple[str, Step]] = set()
@@ -273,11 +282,10 @@ class _Synth:
 
     def constraint(self, bases: Sequence[PathSchema]) -> _Draft | None:
         """One constraint from a random base chain, or None (the reason counted)."""
-        s1 = bases[self.rng.randrange(len(bases))]
-        t1 = s1.topics[self.rng.randrange(len(s1.topics))]
-        w1 = self.checked_walk(t1, s1.steps)
-        if isinstance(w1, str) or len(w1.answers) < 2:
+        base = self.base_walk(bases)
+        if base is None:
             return None
+        s1, t1, w1 = base
         found = self.attribute_values(w1)
         if found is None:
             self.filters["exceeds_cap"] += 1

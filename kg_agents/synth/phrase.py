@@ -64,50 +64,13 @@ PLACEHOLDERS = ("[X]", "[Y]")
 #: The placeholder of a constraint's value (filled in as it is, not in brackets: it is no topic entity).
 VALUE_PLACEHOLDER = "{V}"
 
-_PREPOSITIONS = frozenset(
-    [
-        "by",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "from",
-        "with",
-        "for",
-        "into",
-        "as",
-        "about",
-        "under",
-        "over",
-        "near",
-        "within",
-    ]
+#: Prepositions that are also stop words.
+_COMMON_PREPOSITIONS = frozenset(
+    ["of", "by", "in", "on", "at", "to", "from", "with", "for", "into", "as", "about"]
 )
+_PREPOSITIONS = _COMMON_PREPOSITIONS | {"under", "over", "near", "within"}
 _IRREGULAR_PLURALS = frozenset(["children", "people", "men", "women", "alumni", "media", "data"])
-_STOPWORDS = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "of",
-        "by",
-        "in",
-        "on",
-        "at",
-        "to",
-        "from",
-        "with",
-        "for",
-        "into",
-        "as",
-        "about",
-        "is",
-        "has",
-        "have",
-        "are",
-    ]
-)
+_STOPWORDS = _COMMON_PREPOSITIONS | {"the", "a", "an", "is", "has", "have", "are"}
 
 
 @dataclass(frozen=True)
