@@ -176,8 +176,9 @@ def test_ask_set_factory_and_context_options(capsys, chat, kg_file):
         (
             "beam_size=5",
             "unknown option 'beam_size' for method 'graph_rag'; valid options: adapter, answer_hops, "
-            "answer_ratio, calibrate, candidate_text, conjunction, decide, fanout_limit, hop_classifier, "
-            "hop_fanout, index, llm, max_answers, max_hops, max_neighbourhood, max_triples, pack, prompt",
+            "answer_ratio, calibrate, candidate_text, conjunction, constraint, decide, fanout_limit, "
+            "hop_classifier, hop_fanout, index, llm, max_answers, max_hops, max_neighbourhood, max_triples, "
+            "pack, prompt",
         ),
         ("fanout_limit=many", "option fanout_limit: 'many' is not an int"),
         ("max_triples", "expected KEY=VALUE"),
