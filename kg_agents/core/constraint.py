@@ -308,7 +308,7 @@ def make_constrain_node(
 ) -> Callable[..., dict[str, Any]]:
     """The node a method's graph ends with: :func:`constrain_update` when the run's ``constraint``
     option (the run's context laid over ``defaults``, a method's full context; None: on) is on and
-    there are answers.
+    there are two answers or more.
 
     A failed KG call or a bad option is recorded in ``errors`` (not halting) and the answers are kept
     as they were.
@@ -321,7 +321,7 @@ def make_constrain_node(
             on = True if value is None else check_constraint(value)
         except ConfigError as exc:
             return error_update(name, exc)
-        if not on or not state.get("answers"):
+        if not on or len(state.get("answers") or []) < 2:  # one answer or none: nothing to narrow
             return {}
         try:
             return constrain_update(kg, state, node=name, max_read=max_read)
