@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 from tests.fakes import FakeChat, FakeHops
 from tests.kg.hop_by_hop import HopByHopKG
+from tests.methods.constrained import IN_1988, assert_narrowed
 from tests.methods.meeting import assert_answered_where_they_meet
 
 KG = MemoryKG(CONTRACT_TRIPLES)
@@ -143,3 +145,11 @@ def test_every_bracketed_mention_is_linked_and_walked():
     out = g.invoke({"question": BOTH}, context={"hops": 1})
     assert out["errors"] == [] and sorted(out["answers"]) == ["Cast Away", "Forrest Gump"]
     assert len(out["paths"]) == 4
+
+
+def test_a_constraint_question_keeps_the_chains_answers_that_hold_the_value():
+    _, g = _graph()
+    out = g.invoke(IN_1988, context={"hops": 1})
+    assert_narrowed(out, g.invoke(IN_1988, context={"hops": 1, "constraint": False}), KG)
+    with pytest.raises(ConfigError, match="constraint"):
+        _graph(constraint="yes")
