@@ -18,10 +18,9 @@ chain's answers; :func:`narrow` then looks for the value among the answers' one-
 - **result**: the answers that hold it, in their order; each gets the verified path
   ``answer -> relation -> value`` (``~relation`` when the triple points at the answer).
 
-Bounds: the neighbours of at most ``max_read`` answers are read (one ``neighbors_many`` call, at most
-``fanout`` triples each), and at most ``max_values`` distinct candidate values are labelled. When a
-constraint applies, the answers past ``max_read`` are dropped with the rest (they were not checked;
-the trace counts them as ``unchecked``).
+Bounds: one ``neighbors_many`` call reads the first ``max_read`` answers' neighbours (``fanout``
+triples each) and at most ``max_values`` values are labelled; when a constraint applies, the answers
+past ``max_read`` go too (unchecked: the trace counts them).
 
 Example:
     >>> from kg_agents.kg.memory import MemoryKG
@@ -93,8 +92,7 @@ class Narrowed:
         paths: the constraint's path for each kept answer, verified (empty when none applied).
         constraint: the constraint applied (None: none).
         read: answers whose neighbours were read; unchecked: answers past the cap.
-        candidates: values of the question that the answers read hold (before the narrowing test).
-        values_cut: whether ``max_values`` cut the labelled values.
+        candidates: the question's values the answers read hold; values_cut: ``max_values`` cut them.
     """
 
     answers: list[str]
@@ -108,13 +106,12 @@ class Narrowed:
     def trace(self, node: str = CONSTRAINT_NODE) -> dict[str, Any]:
         """The trace step: the value and relation, and how many answers were kept and dropped."""
         step: dict[str, Any] = {"node": node, "read": self.read, "candidates": self.candidates}
-        c = self.constraint
-        if c is not None:
-            step.update(value=c.value, relation=c.relation, kept=len(self.answers))
-            step["dropped"] = self.read - len(self.answers)
-            step["unchecked"] = self.unchecked
-        else:
+        c, kept = self.constraint, len(self.answers)
+        if c is None:
             step["constraint"] = None
+        else:
+            step.update(value=c.value, relation=c.relation, kept=kept, dropped=self.read - kept)
+            step["unchecked"] = self.unchecked
         if self.values_cut:
             step["values_cut"] = True
         return step
@@ -125,27 +122,20 @@ def _words(text: str) -> list[str]:
 
 
 def _forms(word: str) -> set[str]:
-    forms = {word}
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        forms.add(word[:-1])
-        if word.endswith("ies"):
-            forms.add(word[:-3] + "y")
-        elif word.endswith("es"):
-            forms.add(word[:-2])
-    return forms
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return {word}
+    es, ies = word.endswith("es"), word.endswith("ies")
+    return {word, word[:-1], word[:-2] if es else word, word[:-3] + "y" if ies else word}
 
 
 def _question_words(question: str, topic_labels: Iterable[str]) -> list[tuple[set[str], bool]]:
     """The question's words (each with its forms) and whether each is inside a topic mention."""
-    out: list[tuple[str, bool]] = []
-    at = 0
-    for m in BRACKETED.finditer(question):
-        out += [(w, False) for w in _words(question[at : m.start()])]
-        out += [(w, True) for w in _words(m.group(1))]
-        at = m.end()
-    out += [(w, False) for w in _words(question[at:])]
-    masked = [m for _, m in out]
-    words = [w for w, _ in out]
+    words: list[str] = []
+    masked: list[bool] = []
+    for i, part in enumerate(BRACKETED.split(question)):  # the odd parts are inside the brackets
+        inside = _words(part)
+        words += inside
+        masked += [i % 2 == 1] * len(inside)
     for label in topic_labels:
         lw = _words(label)
         for i in range(len(words) - len(lw) + 1):
@@ -166,14 +156,11 @@ def mentioned(label: str, question: str, topic_labels: Iterable[str] = ()) -> bo
 
 
 def _occurs(label: list[str], question: list[tuple[set[str], bool]]) -> bool:
-    if not label or all(w in STOPWORDS for w in label):
-        return False
     n = len(label)
-    for i in range(len(question) - n + 1):
-        span = question[i : i + n]
-        if all(not m and w in forms for (forms, m), w in zip(span, label, strict=True)):
-            return True
-    return False
+    return not all(w in STOPWORDS for w in label) and any(
+        all(not m and w in forms for (forms, m), w in zip(question[i : i + n], label, strict=True))
+        for i in range(len(question) - n + 1)
+    )
 
 
 def _label(kg: Any, entity: str) -> str:
@@ -198,8 +185,7 @@ def narrow(
 
     Args:
         kg: the knowledge graph (read through ``neighbors_many``, ``label`` and ``has_triple`` only).
-        question: the question's text.
-        topics: the topic entities (ids).
+        question, topics: the question's text and its topic entities (ids).
         answers: the method's answers, best first.
         max_read, fanout, max_values: the bounds (see the module).
 
@@ -234,55 +220,31 @@ def narrow(
         words = " ".join(_words(label))
         if words not in topic_keys and _occurs(words.split(), qwords):
             labels[v] = (label, words)
-    ranked: list[tuple[tuple[Any, ...], Constraint, dict[str, Path]]] = []
-    for (rel, v), held in holders.items():
-        if v in labels and len(held) < len(read):
-            label, words = labels[v]
-            key = (-len(words), -len(held), words, rel, v)
-            ranked.append((key, Constraint(rel, v, label), held))
+    ranked = sorted(  # the longest label, the most answers kept, then by label, relation and id
+        ((-len(labels[v][1]), -len(held), labels[v][1], rel, v), held)
+        for (rel, v), held in holders.items()
+        if v in labels and len(held) < len(read)
+    )
     out.candidates = len(ranked)
-    for _, constraint, held in sorted(ranked, key=lambda r: r[0]):
+    for (*_, rel, v), held in ranked:
         kept = [a for a in read if a in held and verify_path(kg, held[a])]
         if 0 < len(kept) < len(read):
-            out.answers, out.paths, out.constraint = kept, [held[a] for a in kept], constraint
+            out.answers, out.paths = kept, [held[a] for a in kept]
+            out.constraint = Constraint(rel, v, labels[v][0])
             break
     return out
 
 
 def constrain_update(
-    kg: Any,
-    state: Mapping[str, Any],
-    *,
-    node: str = CONSTRAINT_NODE,
-    max_read: int = MAX_READ,
-    fanout: int = FANOUT,
-    max_values: int = MAX_VALUES,
+    kg: Any, state: Mapping[str, Any], *, node: str = CONSTRAINT_NODE, **bounds: int
 ) -> dict[str, Any]:
     """A state update narrowing ``state``'s answers by the constraint its question states: the kept
     answers, the method's paths less those that end at a dropped answer plus the constraint's paths,
-    and a trace step. Only the trace step when no constraint applies.
-
-    Example:
-        >>> from kg_agents.kg.memory import MemoryKG
-        >>> kg = MemoryKG([("Big", "starred", "Tom Hanks"), ("Big", "in_language", "English"),
-        ...                ("Amelie", "starred", "Tom Hanks"), ("Amelie", "in_language", "French")])
-        >>> s = {"question": "which [Tom Hanks] films are in French", "topic_entities": ["Tom Hanks"],
-        ...      "answers": ["Big", "Amelie"], "paths": [Path.from_text("Tom Hanks -> ~starred -> Big"),
-        ...                                               Path.from_text("Tom Hanks -> ~starred -> Amelie")]}
-        >>> u = constrain_update(kg, s)
-        >>> u["answers"], [p.to_text() for p in u["paths"]], u["trace"][0]["dropped"]
-        (['Amelie'], ['Tom Hanks -> ~starred -> Amelie', 'Amelie -> in_language -> French'], 1)
+    and a trace step. Only the trace step when no constraint applies. ``bounds``: :func:`narrow`'s.
     """
     answers = list(state.get("answers") or [])
-    got = narrow(
-        kg,
-        str(state.get("question") or ""),
-        list(state.get("topic_entities") or []),
-        answers,
-        max_read=max_read,
-        fanout=fanout,
-        max_values=max_values,
-    )
+    question, topics = str(state.get("question") or ""), list(state.get("topic_entities") or [])
+    got = narrow(kg, question, topics, answers, **bounds)
     update: dict[str, Any] = {"trace": [got.trace(node)]}
     if got.constraint is None:
         return update
@@ -293,25 +255,21 @@ def constrain_update(
 
 
 def check_constraint(value: object) -> bool:
-    """``value`` if it is True or False (the ``constraint`` option).
-
-    Raises:
-        ConfigError: anything else.
-    """
+    """``value`` if it is True or False (the ``constraint`` option); a ``ConfigError`` otherwise."""
     if not isinstance(value, bool):
         raise ConfigError(f"constraint must be True or False, got {value!r}")
     return value
 
 
 def make_constrain_node(
-    kg: Any, defaults: Any, *, name: str = CONSTRAINT_NODE, max_read: int = MAX_READ
+    kg: Any, defaults: Any, *, name: str = CONSTRAINT_NODE, **bounds: int
 ) -> Callable[..., dict[str, Any]]:
     """The node a method's graph ends with: :func:`constrain_update` when the run's ``constraint``
     option (the run's context laid over ``defaults``, a method's full context; None: on) is on and
     there are two answers or more.
 
     A failed KG call or a bad option is recorded in ``errors`` (not halting) and the answers are kept
-    as they were.
+    as they were. ``bounds``: :func:`narrow`'s.
     """
 
     @metered
@@ -324,19 +282,17 @@ def make_constrain_node(
         if not on or len(state.get("answers") or []) < 2:  # one answer or none: nothing to narrow
             return {}
         try:
-            return constrain_update(kg, state, node=name, max_read=max_read)
+            return constrain_update(kg, state, node=name, **bounds)
         except KGAgentsError as exc:
             return error_update(name, exc)
 
     return constrain
 
 
-def end_with_constraint(
-    g: Any, kg: Any, defaults: Any, after: Sequence[str], *, max_read: int = MAX_READ
-) -> None:
+def end_with_constraint(g: Any, kg: Any, defaults: Any, after: Sequence[str]) -> None:
     """End a method's graph ``g`` with the :data:`CONSTRAINT_NODE` node: each node of ``after`` (those
     that gave the final answers) leads to it, and it to the end (see :func:`make_constrain_node`)."""
-    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults, max_read=max_read))
+    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults))
     for node in after:
         g.add_edge(node, CONSTRAINT_NODE)
     g.add_edge(CONSTRAINT_NODE, END)
