@@ -10,8 +10,8 @@ chain's answers; :func:`narrow` then looks for the value among the answers' one-
   unlike answer matching, articles count: a title "The Fall" needs "the fall"), and a question word
   also reads as its singular (a trailing *s*, *es*, or *ies* read as *y*: "westerns" holds
   "western"). Words inside a ``[bracketed]`` mention or a topic entity's label do not count; a topic
-  entity, a value whose label is a topic's, one of the answers, and a label made of stop-words only
-  are never values.
+  entity, a value whose label is a topic's and a label made of stop-words only are never values (an
+  answer may be one: a whole set that mixes films and years keeps the films of the year it names).
 - **narrowing**: a candidate counts only if some but not all of the answers read hold it. Among those,
   the one chosen has the longest label (characters, normalised), then keeps the most answers, then
   comes first by label, relation and id: never by set or hash order.
@@ -19,8 +19,8 @@ chain's answers; :func:`narrow` then looks for the value among the answers' one-
   ``answer -> relation -> value`` (``~relation`` when the triple points at the answer).
 
 Bounds: one ``neighbors_many`` call reads the first ``max_read`` answers' neighbours (``fanout``
-triples each) and at most ``max_values`` values are labelled; when a constraint applies, the answers
-past ``max_read`` go too (unchecked: the trace counts them).
+triples each) and at most ``max_values`` values are labelled, those more answers hold first; when a
+constraint applies, the answers past ``max_read`` go too (unchecked: the trace counts them).
 
 Example:
     >>> from kg_agents.kg.memory import MemoryKG
@@ -201,15 +201,17 @@ def narrow(
     out = Narrowed(answers=list(order), read=len(read), unchecked=len(order) - len(read))
     if len(read) < 2 or not question.strip():
         return out
-    skip = set(topics) | set(read)
-    holders: dict[tuple[str, str], dict[str, Path]] = {}
+    skip, holders = set(topics), dict[tuple[str, str], dict[str, Path]]()
     for a, triples in kg.neighbors_many(read, None, "both", fanout).items():
         for t in triples:
             v = t.other(a)
             if v != a and v not in skip:
                 path = Path.from_triples(a, [t])
                 holders.setdefault((path.hops[0].relation_text, v), {}).setdefault(a, path)
-    values = list(dict.fromkeys(v for (_, v), held in holders.items() if len(held) < len(read)))
+    holding: dict[str, set[str]] = {}  # value -> the answers that hold it (where that narrows)
+    for (_, v), held in ((key, held) for key, held in holders.items() if len(held) < len(read)):
+        holding.setdefault(v, set()).update(held)
+    values = sorted(holding, key=lambda v: -len(holding[v]))  # stable: then in the answers' order
     out.values_cut = len(values) > max_values
     topic_labels = [_label(kg, t) for t in topics]
     qwords = _question_words(question, topic_labels)
@@ -245,13 +247,12 @@ def constrain_update(
     answers = list(state.get("answers") or [])
     question, topics = str(state.get("question") or ""), list(state.get("topic_entities") or [])
     got = narrow(kg, question, topics, answers, **bounds)
-    update: dict[str, Any] = {"trace": [got.trace(node)]}
     if got.constraint is None:
-        return update
+        return {"trace": [got.trace(node)]}
     dropped = set(answers) - set(got.answers)
     paths = [p for p in state.get("paths") or [] if p.end not in dropped]
-    update.update(answers=got.answers, paths=list(dict.fromkeys([*paths, *got.paths])))
-    return update
+    kept = list(dict.fromkeys([*paths, *got.paths]))
+    return {"answers": got.answers, "paths": kept, "trace": [got.trace(node)]}
 
 
 def check_constraint(value: object) -> bool:

@@ -51,6 +51,9 @@ def test_a_year_in_the_question_keeps_the_answers_that_hold_it_with_a_verified_p
     assert got.constraint is not None and got.constraint.relation == "release_year"
     step = got.trace()
     assert (step["value"], step["relation"], step["kept"], step["dropped"]) == ("1988", "release_year", 1, 3)
+    # a whole set that mixes films and years: the year it names is a value, and not an answer
+    mixed = narrow(KG, "which [Tom Hanks] films came out in 1988", TOPIC, ["1984", "Splash", "1988", "Big"])
+    assert mixed.answers == ["Big"]
 
 
 def test_a_value_reached_backwards_is_a_path_against_its_triple():
