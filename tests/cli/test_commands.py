@@ -92,7 +92,8 @@ def test_ask_stream_prints_each_node_as_it_finishes(capsys, chat, kg_file):
     assert cli.main([*argv, "--stream"]) == 0
     lines = capsys.readouterr().out.splitlines()
     steps = lines[: lines.index("Answers:")]
-    assert [ln.split("]")[0] + "]" for ln in steps] == ["[link_entities]", "[retrieve]", "[answer]"], steps
+    names = ["[link_entities]", "[retrieve]", "[answer]", "[constrain]"]
+    assert [ln.split("]")[0] + "]" for ln in steps] == names, steps
     assert steps[0].startswith("[link_entities] linked=[Splash]") and "answers=[Ron Howard]" in steps[2]
     assert "1 LLM calls" in steps[2] and "KG calls" in steps[1]
     assert lines[lines.index("Answers:") :][:4] == [
@@ -109,7 +110,7 @@ def test_ask_stream_with_json_keeps_stdout_json(capsys, chat, kg_file):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["answers"] == ["Ron Howard"]
     steps = [ln.split("]")[0] + "]" for ln in captured.err.splitlines()]
-    assert steps == ["[link_entities]", "[retrieve]", "[answer]"]
+    assert steps == ["[link_entities]", "[retrieve]", "[answer]", "[constrain]"]
 
 
 @pytest.mark.parametrize(
@@ -176,8 +177,9 @@ def test_ask_set_factory_and_context_options(capsys, chat, kg_file):
         (
             "beam_size=5",
             "unknown option 'beam_size' for method 'graph_rag'; valid options: adapter, answer_hops, "
-            "answer_ratio, calibrate, candidate_text, conjunction, decide, fanout_limit, hop_classifier, "
-            "hop_fanout, index, llm, max_answers, max_hops, max_neighbourhood, max_triples, pack, prompt",
+            "answer_ratio, calibrate, candidate_text, conjunction, constraint, decide, fanout_limit, "
+            "hop_classifier, hop_fanout, index, llm, max_answers, max_hops, max_neighbourhood, max_triples, "
+            "pack, prompt",
         ),
         ("fanout_limit=many", "option fanout_limit: 'many' is not an int"),
         ("max_triples", "expected KEY=VALUE"),

@@ -32,6 +32,7 @@ from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from kg_agents.core.constraint import check_constraint, end_with_constraint
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
 from kg_agents.core.factory import reasoning_graph, setup_method
 from kg_agents.core.hops import check_hops
@@ -140,6 +141,8 @@ class GraphRAGContext:
             factory's ``answer_hops``).
         conjunction: several topic entities: the answers are the entities reached from every one of
             them (default: the factory's ``conjunction``).
+        constraint: narrow the answers by a value the question states
+            (:mod:`~kg_agents.core.constraint`; default: the factory's ``constraint``).
     """
 
     max_triples: int | None = None
@@ -148,6 +151,7 @@ class GraphRAGContext:
     answer_ratio: float | None = None
     answer_hops: int | str | None = None
     conjunction: bool | None = None
+    constraint: bool | None = None
 
 
 class GraphRAGState(ReasoningState, total=False):
@@ -180,6 +184,7 @@ def create_graph_rag_graph(
     hop_fanout: int = 30,
     max_neighbourhood: int = 300,
     conjunction: bool = True,
+    constraint: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph RAG baseline: the 1-hop neighbourhood (both directions) of the topic entities as context.
 
@@ -237,6 +242,9 @@ def create_graph_rag_graph(
             connect to all of them, best first, each with its path from each topic entity; none: no
             answer (``NoMeeting``). False: any topic entity's neighbour is a candidate. A run's context
             may set it.
+        constraint: narrow the answers by a value the question states ("what did [Steven Spielberg]
+            direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`). A run's context may set it.
 
     Raises:
         ConfigError: an unknown prompt name, ``decide``, ``candidate_text`` or ``answer_hops``,
@@ -250,6 +258,7 @@ def create_graph_rag_graph(
     check_hops(answer_hops, "answer_hops")
     if not isinstance(conjunction, bool):
         raise ConfigError(f"graph_rag conjunction must be True or False, got {conjunction!r}")
+    check_constraint(constraint)
     if max_hops < 1 or hop_fanout < 1 or max_neighbourhood < 1:
         raise ConfigError(
             "graph_rag max_hops, hop_fanout and max_neighbourhood must be >= 1, "
@@ -284,6 +293,7 @@ def create_graph_rag_graph(
             answer_ratio=answer_ratio,
             answer_hops=answer_hops,
             conjunction=conjunction,
+            constraint=constraint,
         ),
     )
     g = reasoning_graph(GraphRAGState, GraphRAGContext, setup, index)
@@ -291,7 +301,7 @@ def create_graph_rag_graph(
     g.add_node("answer", functools.partial(graph_rag_answer, deps))
     g.add_conditional_edges("link_entities", after_link, {"retrieve": "retrieve", "end": END})
     g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
-    g.add_edge("answer", END)
+    end_with_constraint(g, setup.kg, deps.defaults, ["answer"])
     return g.compile(checkpointer=checkpointer, name="graph_rag")
 
 
@@ -309,6 +319,8 @@ class TextRAGContext:
             :func:`create_text_rag_graph`).
         conjunction: several topic entities: the answers are the entities reached from every one of
             them (see :func:`create_text_rag_graph`).
+        constraint: narrow the answers by a value the question states
+            (:mod:`~kg_agents.core.constraint`; default: the factory's ``constraint``).
     """
 
     top_k: int | None = None
@@ -317,6 +329,7 @@ class TextRAGContext:
     answer_ratio: float | None = None
     answer_hops: int | str | None = None
     conjunction: bool | None = None
+    constraint: bool | None = None
 
 
 class TextRAGState(ReasoningState, total=False):
@@ -349,6 +362,7 @@ def create_text_rag_graph(
     answer_hops: int | str = "auto",
     hop_classifier: Any = None,
     conjunction: bool = True,
+    constraint: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Text RAG baseline: dense (FAISS) retrieval of verbalised triples as the context.
 
@@ -407,6 +421,9 @@ def create_text_rag_graph(
             triples, and the answers are every entity the retrieved triples connect to all of them, best
             first, each with its path from each topic entity; none: no answer (``NoMeeting``). False:
             any topic entity's is a candidate. A run's context may set it.
+        constraint: narrow the answers by a value the question states ("what did [Steven Spielberg]
+            direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`). A run's context may set it.
 
     Raises:
         ConfigError: an unknown ``scope``, ``decide``, ``candidate_text``, ``answer_hops`` or prompt
@@ -419,6 +436,7 @@ def create_text_rag_graph(
     """
     if not isinstance(conjunction, bool):
         raise ConfigError(f"text_rag conjunction must be True or False, got {conjunction!r}")
+    check_constraint(constraint)
     if scope not in ("neighborhood", "kg"):
         raise ConfigError(f"text_rag scope must be 'neighborhood' or 'kg', got {scope!r}")
     if hops < 1 or fanout_limit < 1 or max_candidates < 1:
@@ -458,6 +476,7 @@ def create_text_rag_graph(
             answer_ratio=answer_ratio,
             answer_hops=answer_hops,
             conjunction=conjunction,
+            constraint=constraint,
         ),
     )
     g = reasoning_graph(TextRAGState, TextRAGContext, setup, index)
@@ -467,5 +486,5 @@ def create_text_rag_graph(
         "link_entities", functools.partial(text_rag_after_link, deps), {"retrieve": "retrieve", "end": END}
     )
     g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
-    g.add_edge("answer", END)
+    end_with_constraint(g, setup.kg, deps.defaults, ["answer"])
     return g.compile(checkpointer=checkpointer, name="text_rag")

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
+from kg_agents.core.constraint import check_constraint, end_with_constraint
 from kg_agents.core.decide import Decide, check_decide, check_ratio
 from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
 from kg_agents.core.models import check_adapter
@@ -90,6 +91,7 @@ class DualRContext:
         max_answers: the most answers of a whole set (the cut is traced).
         path_match: order the candidates by relation path, the path whose relation names read closest
             to the question first (see :func:`~.nodes.match_paths`).
+        constraint: narrow the answers by a value the question states (see :func:`create_dualr_graph`).
     """
 
     num_candidates: int | None = None
@@ -101,6 +103,7 @@ class DualRContext:
     set_ratio: float | None = None
     max_answers: int | None = None
     path_match: bool | None = None
+    constraint: bool | None = None
 
 
 class DualRState(ReasoningState, total=False):
@@ -138,6 +141,7 @@ def create_dualr_graph(
     set_ratio: float = 0.2,
     max_answers: int = 100,
     path_match: bool = False,
+    constraint: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """DualR: GNN exploration, reasoning chains and one LLM call for the answer (or none).
 
@@ -188,6 +192,9 @@ def create_dualr_graph(
             synthesised questions asked in other words: on PathQuestion's 2-hop set it turns many
             answers one hop short into right ones, on MetaQA's 1-hop questions it takes longer paths
             than asked (docs/methods/dualr.md). Off by default.
+        constraint: narrow the answers by a value the question states ("what did [Steven Spielberg]
+            direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`); False: the answers as they are.
 
     Raises:
         ConfigError: a bad option or a missing checkpoint (at creation, not during a run).
@@ -203,6 +210,7 @@ def create_dualr_graph(
         raise ConfigError(f"max_answers must be a positive integer, got {max_answers!r}")
     if not isinstance(path_match, bool):
         raise ConfigError(f"path_match must be True or False, got {path_match!r}")
+    check_constraint(constraint)
     check_adapter(adapter)
     templates = prompt_templates("dualr", PROMPT_NAMES, prompts, answer=prompt)
     chosen = resolve_pack(kg, pack)
@@ -237,5 +245,5 @@ def create_dualr_graph(
     steps = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
     for node, nxt in itertools.pairwise(steps):
         g.add_conditional_edges(node, end_on_error(nxt, on_answers=True), {nxt: nxt, "end": END})
-    g.add_edge("determine_answer", END)
+    end_with_constraint(g, setup.kg, defaults, ["determine_answer"])
     return g.compile(checkpointer=checkpointer, name="dualr")

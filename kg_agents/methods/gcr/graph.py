@@ -35,6 +35,7 @@ from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from kg_agents.core.constraint import check_constraint, end_with_constraint
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
 from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
 from kg_agents.core.hops import check_hops
@@ -97,6 +98,7 @@ class GCRContext:
             :func:`create_gcr_graph`).
         conjunction: several topic entities: paths decoded from each, the answers where they meet (see
             :func:`create_gcr_graph`).
+        constraint: narrow the answers by a value the question states (see :func:`create_gcr_graph`).
     """
 
     num_beams: int | None = None
@@ -106,6 +108,7 @@ class GCRContext:
     answer_ratio: float | None = None
     hops: int | str | None = None
     conjunction: bool | None = None
+    constraint: bool | None = None
 
 
 class GCRState(ReasoningState, total=False):
@@ -150,6 +153,7 @@ def create_gcr_graph(
     calibrate: bool = False,
     candidate_text: str = "label",
     conjunction: bool = True,
+    constraint: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -227,6 +231,10 @@ def create_gcr_graph(
             ``max_answers``), each with one verified path from each topic entity; none (``NoMeeting``)
             when they do not meet (:mod:`~kg_agents.methods.gcr.conjunction`). False: one trie and one
             decoding from all of them together, as the paper does. A run's context may set it.
+        constraint: narrow the answers by a value the question states ("what did [Steven Spielberg]
+            direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`); False: the answers as they are. A run's context may
+            set it.
 
     Raises:
         ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores``, ``candidate_text`` or
@@ -252,6 +260,7 @@ def create_gcr_graph(
     check_ratio(answer_ratio)
     if not isinstance(conjunction, bool):
         raise ConfigError(f"conjunction must be True or False, got {conjunction!r}")
+    check_constraint(constraint)
     templates = prompt_templates(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}
     )
@@ -312,7 +321,7 @@ def create_gcr_graph(
     )
     g.add_edge("end_empty", END)
     g.add_edge("verify_paths", "reason")
-    g.add_edge("reason", END)
+    end_with_constraint(g, setup.kg, deps.defaults, ["reason"])
     return g.compile(checkpointer=checkpointer, name="gcr")
 
 

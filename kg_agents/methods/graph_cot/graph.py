@@ -70,10 +70,11 @@ from functools import partial
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from kg_agents.core.constraint import end_with_constraint
 from kg_agents.core.decide import Decide
 from kg_agents.core.factory import setup_method
 from kg_agents.core.models import default_calibrate, runs_adapter
@@ -156,7 +157,6 @@ def build_graph(deps: GraphCoTDeps, *, checkpointer: Checkpointer = None) -> Gra
     g.add_node("walk_topics", partial(walk_topics, deps))
     g.add_edge(START, "prepare")
     g.add_conditional_edges("prepare", route_prepare, ["walk_topics", "expand", "answer"])
-    g.add_edge("walk_topics", END)
     g.add_edge("expand", "collect")
     g.add_conditional_edges("collect", route_merge, ["merge", "score", "vote", "select"])
     g.add_edge("merge", "collect_merged")
@@ -164,7 +164,7 @@ def build_graph(deps: GraphCoTDeps, *, checkpointer: Checkpointer = None) -> Gra
     g.add_edge("score", "select")
     g.add_edge("vote", "select")
     g.add_conditional_edges("select", route_expand, ["expand", "answer"])
-    g.add_edge("answer", END)
+    end_with_constraint(g, deps.interaction.kg, deps.defaults, ["walk_topics", "answer"])
     compiled = g.compile(checkpointer=checkpointer, name=deps.interaction.name)
     return compiled.with_config(recursion_limit=8 * MAX_LEVELS + 20)
 
@@ -196,6 +196,7 @@ def create_graph_agent_graph(
     relation_chain: bool = True,
     plan_example: bool | None = None,
     conjunction: bool = True,
+    constraint: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -268,6 +269,10 @@ def create_graph_agent_graph(
             answers where the walks meet, best first, each with a verified path from every topic entity;
             no answer (``NoMeeting``) when they do not meet. False: the agent's steps, from all the topic
             entities. A run's context may set it.
+        constraint: narrow the answers by a value the question states ("what did [Steven Spielberg]
+            direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`); False: the answers as they are. A run's context may
+            set it.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -294,6 +299,7 @@ def create_graph_agent_graph(
         decide=decide,
         hops=hops,
         conjunction=conjunction,
+        constraint=constraint,
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     if not isinstance(relation_chain, bool):
@@ -350,6 +356,7 @@ def create_graph_explore_graph(
     relation_chain: bool | None = None,
     plan_example: bool | None = None,
     conjunction: bool = True,
+    constraint: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -399,6 +406,10 @@ def create_graph_explore_graph(
             first, each with a verified path from every topic entity; no answer (``NoMeeting``) when they
             do not meet. False: the chain of thoughts from all the topic entities. A run's context may
             set it.
+        constraint: narrow the answers by a value the question states ("what did [Steven Spielberg]
+            direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`); False: the answers as they are. A run's context may
+            set it.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set
@@ -419,6 +430,7 @@ def create_graph_explore_graph(
         decide=decide,
         hops=hops,
         conjunction=conjunction,
+        constraint=constraint,
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     for key, v in (

@@ -62,6 +62,8 @@ class GraphCoTContext:
             integer (see the factories).
         conjunction: on the ranked route, a question with several topic entities is walked from each,
             its answers where the walks meet (:mod:`~kg_agents.methods.graph_cot.conjunction`); None: on.
+        constraint: the answers narrowed by a value the question states
+            (:mod:`~kg_agents.core.constraint`); None: on.
     """
 
     strategy: Strategy | None = None
@@ -74,6 +76,7 @@ class GraphCoTContext:
     decide: Literal["rank", "generate"] | None = None
     hops: int | str | None = None
     conjunction: bool | None = None
+    constraint: bool | None = None
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
@@ -94,9 +97,11 @@ def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
         "decide": ctx.decide or "rank",
         "hops": check_hops("none" if ctx.hops is None else ctx.hops),
         "conjunction": True if ctx.conjunction is None else ctx.conjunction,
+        "constraint": True if ctx.constraint is None else ctx.constraint,
     }
-    if not isinstance(s["conjunction"], bool):
-        raise ConfigError(f"conjunction must be True or False, got {s['conjunction']!r}")
+    for key in ("conjunction", "constraint"):
+        if not isinstance(s[key], bool):
+            raise ConfigError(f"{key} must be True or False, got {s[key]!r}")
     if s["decide"] not in ("rank", "generate"):
         raise ConfigError(f"decide must be 'rank' or 'generate', got {s['decide']!r}")
     if s["strategy"] not in STRATEGIES:

@@ -61,6 +61,7 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
+from kg_agents.core.constraint import end_with_constraint
 from kg_agents.core.decide import Decide
 from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
 from kg_agents.core.models import default_calibrate, runs_adapter
@@ -155,6 +156,9 @@ class KnowledgeNavigatorContext:
         conjunction_fallback: a conjunction whose walks do not meet falls back to the first topic
             entity's walk alone (its answers have a path from that topic only); the factory's default
             (False) answers nothing then, as every answer must be reached from every topic entity.
+        constraint: the answers are narrowed by a value the question states ("what did [Steven
+            Spielberg] direct in 1993"): those holding it, each with its verified path to it
+            (:mod:`~kg_agents.core.constraint`); False: the answers as they are.
     """
 
     hops: int | None = None
@@ -182,6 +186,7 @@ class KnowledgeNavigatorContext:
     whole_set: bool | None = None
     conjunction: bool | None = None
     conjunction_fallback: bool | None = None
+    constraint: bool | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -241,6 +246,7 @@ def create_knowledge_navigator_graph(
     whole_set: bool = True,
     conjunction: bool = True,
     conjunction_fallback: bool = False,
+    constraint: bool = True,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -276,9 +282,9 @@ def create_knowledge_navigator_graph(
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
             select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate,
-            relation_chain, plan_example, whole_set, conjunction, conjunction_fallback: the defaults of
-            the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"`` (default)
-            ranks relations and answers by the model's log-probability (relations with the
+            relation_chain, plan_example, whole_set, conjunction, conjunction_fallback, constraint: the
+            defaults of the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"``
+            (default) ranks relations and answers by the model's log-probability (relations with the
             ``select_relations_rank`` prompt, chains with ``select_chain_rank``); ``"generate"`` is the
             paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
@@ -365,5 +371,5 @@ def create_knowledge_navigator_graph(
     )
     g.add_conditional_edges("verbalise", end_on_error("reason"), {"reason": "reason", "end": END})
     g.add_conditional_edges("reason", end_on_error("answer"), {"answer": "answer", "end": END})
-    g.add_edge("answer", END)
+    end_with_constraint(g, setup.kg, defaults, ["answer"])
     return g.compile(checkpointer=checkpointer, name="knowledge_navigator")

@@ -151,6 +151,7 @@ def check_context(ctx: Any) -> str | None:
         "whole_set",
         "conjunction",
         "conjunction_fallback",
+        "constraint",
     ):
         if not isinstance(getattr(ctx, name), bool):
             return f"{name} must be True or False (got {getattr(ctx, name)!r})"

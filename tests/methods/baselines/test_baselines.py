@@ -47,7 +47,7 @@ def test_graph_rag_stream_batch_checkpointer(kg):
     g = create_graph_rag_graph(kg, llm=llm, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t1"}}
     events = list(g.stream({"question": "who directed Splash", "topic_entities": ["Splash"]}, cfg))
-    assert [next(iter(e)) for e in events] == ["link_entities", "retrieve", "answer"]
+    assert [next(iter(e)) for e in events] == ["link_entities", "retrieve", "answer", "constrain"]
     outs = create_graph_rag_graph(kg, llm=llm).batch(
         [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}]
     )

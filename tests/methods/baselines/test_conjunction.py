@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.baselines.graph import create_graph_rag_graph, create_text_rag_graph
 from kg_agents.methods.baselines.retrieval import topic_neighbourhoods
 from tests.fakes import FakeChat
+from tests.methods.constrained import IN_1988, assert_narrowed
 
 KG = MemoryKG(CONTRACT_TRIPLES)
 BOTH = {
@@ -130,3 +132,19 @@ def test_local_model_graph_rag_and_text_rag_on_a_conjunction(encoder):
         out = g.invoke(BOTH)
         assert out["errors"] == [] and sorted(out["answers"]) == MET
         _one_path_per_topic(out)
+
+
+def _flat(text: str, options: list[str]) -> list[float]:
+    """Every option alike: each is an answer."""
+    return [0.0] * len(options)
+
+
+def test_graph_rag_and_text_rag_narrow_a_constraint_questions_answers(encoder):
+    for g in (
+        create_graph_rag_graph(KG, llm=FakeChat(logprobs=_flat), answer_hops="none"),
+        create_text_rag_graph(KG, llm=FakeChat(logprobs=_flat), encoder=encoder, hops=1, answer_hops="none"),
+    ):
+        assert_narrowed(g.invoke(IN_1988), g.invoke(IN_1988, context={"constraint": False}), KG)
+    for factory in (create_graph_rag_graph, create_text_rag_graph):
+        with pytest.raises(ConfigError, match="constraint"):
+            factory(KG, llm=FakeChat(), constraint=1)

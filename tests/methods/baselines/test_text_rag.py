@@ -79,7 +79,7 @@ def test_text_rag_batch_stream_checkpointer_and_empty_question(kg, encoder):
             {"question": "who directed Big", "topic_entities": ["Big"]}, {"configurable": {"thread_id": "t"}}
         )
     )
-    assert [next(iter(e)) for e in events] == ["link_entities", "retrieve", "answer"]
+    assert [next(iter(e)) for e in events] == ["link_entities", "retrieve", "answer", "constrain"]
     outs = create_text_rag_graph(kg, llm=llm, encoder=encoder).batch(
         [
             {"question": "who directed Splash", "topic_entities": ["Splash"]},

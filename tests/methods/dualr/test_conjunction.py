@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kg_agents.errors import ConfigError
 from kg_agents.kg import verify_path
 from kg_agents.methods.dualr.graph import create_dualr_graph
 from tests.fakes import FakeChat
+from tests.methods.constrained import IN_1988, assert_narrowed
 from tests.methods.dualr.test_graph import checkpoint, kg  # noqa: F401  (module fixtures)
 
 BOTH = {
@@ -73,3 +75,10 @@ def test_local_model_and_bundled_explorer_answer_a_conjunction_on_a_small_kg(kg)
     for a in out["answers"]:
         assert sorted(p.start for p in out["paths"] if p.end == a) == ["Robert Zemeckis", "Tom Hanks"]
     assert all(verify_path(kg, p) for p in out["paths"])
+
+
+def test_a_constraint_questions_whole_set_is_narrowed(kg, checkpoint):  # noqa: F811
+    g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn")
+    assert_narrowed(g.invoke(IN_1988), g.invoke(IN_1988, context={"constraint": False}), kg)
+    with pytest.raises(ConfigError, match="constraint"):
+        create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn", constraint="no")

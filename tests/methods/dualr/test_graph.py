@@ -18,7 +18,15 @@ from kg_agents.methods.dualr.train import TrainConfig, train_dualr
 from tests.fakes import FakeChat
 from tests.methods.dualr.test_gnn import TINY_QUESTIONS
 
-NODES = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
+NODES = [
+    "link_entities",
+    "encode_question",
+    "explore",
+    "backtrack",
+    "build_prompt",
+    "determine_answer",
+    "constrain",
+]
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.gcr.decoding import DecodedPath
 from kg_agents.methods.gcr.graph import create_gcr_graph
 from tests.fakes import FakeChat
+from tests.methods.constrained import IN_1988, assert_narrowed
 from tests.methods.gcr.helpers import smollm_tokenizer
 
 KG = MemoryKG(CONTRACT_TRIPLES)
@@ -133,3 +135,16 @@ def test_local_model_decodes_from_each_topic_of_a_conjunction_on_a_small_kg():
             assert sorted(p.start for p in out["paths"] if p.end == a) == ["Robert Zemeckis", "Tom Hanks"]
     else:
         assert out["answers"] == [] and [e["type"] for e in out["errors"]] == ["NoMeeting"]
+
+
+def test_a_constraint_questions_decoded_answers_are_narrowed():
+    g = create_gcr_graph(
+        KG,
+        general_llm=FakeChat(logprobs=lambda t, o: [0.0] * len(o)),
+        decoder=TrieDecoder(),
+        pack="none",
+        hops=1,
+    )
+    assert_narrowed(g.invoke(IN_1988), g.invoke(IN_1988, context={"constraint": False}), KG)
+    with pytest.raises(ConfigError, match="constraint"):
+        _graph(TrieDecoder(), constraint=None)

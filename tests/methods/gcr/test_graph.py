@@ -152,6 +152,7 @@ def test_gcr_stream_checkpointer_and_batch(kg, decoder):
         "decode",
         "verify_paths",
         "reason",
+        "constrain",
     ]
     outs = create_gcr_graph(kg, decide="generate", llm=llm, decoder=decoder, num_beams=2).batch(
         [{"question": "q1", "topic_entities": ["Splash"]}, {"question": "q2", "topic_entities": ["Big"]}]

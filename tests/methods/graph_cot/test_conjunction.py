@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -106,3 +107,26 @@ def test_local_model_walks_each_topic_of_a_conjunction_on_a_small_kg(factory):
             assert sorted(p.start for p in out["paths"] if p.end == a) == ["Robert Zemeckis", "Tom Hanks"]
     else:
         assert out["answers"] == [] and [e["type"] for e in out["errors"]] == ["NoMeeting"]
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=["explore", "agent"])
+def test_a_conjunction_with_a_constraint_keeps_the_meetings_answers_that_hold_the_value(factory):
+    kg = MemoryKG(
+        [*CONTRACT_TRIPLES, ("Cast Away", "release_year", "2000"), ("Forrest Gump", "release_year", "1994")]
+    )
+    q = {**BOTH, "question": BOTH["question"] + " in 1994"}
+    g = factory(kg, llm=FakeChat(logprobs=_in_order), hops=1)
+    out = g.invoke(q)
+    assert out["answers"] == ["Forrest Gump"] and out["errors"] == []
+    assert sorted(p.to_text() for p in out["paths"]) == [
+        "Forrest Gump -> release_year -> 1994",
+        "Robert Zemeckis -> ~directed_by -> Forrest Gump",
+        "Tom Hanks -> ~starred_actors -> Forrest Gump",
+    ]
+    assert all(verify_path(kg, p) for p in out["paths"])
+    step = next(t for t in out["trace"] if t["node"] == "constrain")
+    assert (step["value"], step["kept"], step["dropped"]) == ("1994", 1, 1)
+    off = g.invoke(q, context={"constraint": False})
+    assert sorted(off["answers"]) == ["Cast Away", "Forrest Gump"] and len(off["paths"]) == 4
+    with pytest.raises(ConfigError, match="constraint"):
+        factory(kg, llm=FakeChat(), constraint="on")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 from tests.fakes import FakeChat, FakeHops
 from tests.kg.hop_by_hop import HopByHopKG
+from tests.methods.constrained import IN_1988, assert_narrowed
 from tests.methods.meeting import assert_answered_where_they_meet
 
 KG = MemoryKG(CONTRACT_TRIPLES)
@@ -143,3 +145,32 @@ def test_every_bracketed_mention_is_linked_and_walked():
     out = g.invoke({"question": BOTH}, context={"hops": 1})
     assert out["errors"] == [] and sorted(out["answers"]) == ["Cast Away", "Forrest Gump"]
     assert len(out["paths"]) == 4
+
+
+def test_a_constraint_question_keeps_the_chains_answers_that_hold_the_value():
+    _, g = _graph()
+    out = g.invoke(IN_1988, context={"hops": 1})
+    assert_narrowed(out, g.invoke(IN_1988, context={"hops": 1, "constraint": False}), KG)
+    with pytest.raises(ConfigError, match="constraint"):
+        _graph(constraint="yes")
+
+
+@pytest.mark.integration
+def test_local_model_narrows_a_metaqa_whole_constraint_question():
+    """The embedded model with the bundled pack on "what did [Steven Spielberg] direct in 1993": the
+    films its walk reached, narrowed to those of 1993, each with its verified path to the year."""
+    from kg_agents import open_kg
+    from kg_agents.eval.data_whole import load_metaqa_whole
+    from kg_agents.llm import resolve_chat_model
+
+    kg = open_kg("metaqa")
+    q = next(q for q in load_metaqa_whole("dev").questions if q.id == "whole-k01")
+    g = create_knowledge_navigator_graph(kg, llm=resolve_chat_model("local"))
+    inp = {"question": q.question, "topic_entities": q.topic_entities}
+    out = g.invoke(inp, context={"hops": 1, "num_variants": 0})
+    assert out["errors"] == [] and all(verify_path(kg, p) for p in out["paths"])
+    step = next(t for t in out["trace"] if t["node"] == "constrain")
+    assert (step["value"], step["relation"]) == ("1993", "release_year")
+    assert sorted(out["answers"]) == sorted(q.answers)  # Spielberg's films of 1993
+    for a in out["answers"]:
+        assert any(p.to_text() == f"{a} -> release_year -> 1993" for p in out["paths"])

@@ -340,6 +340,7 @@ def test_stream_checkpointer_ainvoke_registry(kg):
         "verbalise",
         "reason",
         "answer",
+        "constrain",
     ]
     assert [p.to_text() for p in g.get_state(cfg).values["paths"]] == ["Splash -> directed_by -> Ron Howard"]
     assert get_method("knowledge_navigator").options()["grouping"].default == "candidates"

@@ -55,6 +55,7 @@ DEFAULTS = KnowledgeNavigatorContext(
     whole_set=True,
     conjunction=True,
     conjunction_fallback=False,
+    constraint=True,
 )
 SPLASH_DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 SPLASH_WRITTEN = Triple("Splash", "written_by", "Babaloo Mandel")

@@ -1,0 +1,299 @@
+"""Constraint questions: a chain's answers narrowed by a value the question states.
+
+A constraint question ("what did [Steven Spielberg] direct in 1993", "which [Tom Hanks] films are in
+French") asks for the answers of a chain that also hold an attribute value. Every method finds the
+chain's answers; :func:`narrow` then looks for the value among the answers' one-hop neighbours:
+
+- **candidates**: each neighbour ``v`` of an answer ``a`` (either direction, the KG's own relations),
+  with the relation that joins them, whose label occurs in the question as whole words. Labels and the
+  question are normalised alike (lower case, accents dropped, punctuation and ``_`` read as a space;
+  unlike answer matching, articles count: a title "The Fall" needs "the fall"), and a question word
+  also reads as its singular (a trailing *s*, *es*, or *ies* read as *y*: "westerns" holds
+  "western"). Words inside a ``[bracketed]`` mention or a topic entity's label do not count; a topic
+  entity, a value whose label is a topic's and a label made of stop-words only are never values (an
+  answer may be one: a whole set that mixes films and years keeps the films of the year it names).
+- **narrowing**: a candidate counts only if some but not all of the answers read hold it. Among those,
+  the one chosen has the longest label (characters, normalised), then keeps the most answers, then
+  comes first by label, relation and id: never by set or hash order.
+- **result**: the answers that hold it, in their order; each gets the verified path
+  ``answer -> relation -> value`` (``~relation`` when the triple points at the answer).
+
+Bounds: one ``neighbors_many`` call reads the first ``max_read`` answers' neighbours (``fanout``
+triples each) and at most ``max_values`` values are labelled, those more answers hold first; when a
+constraint applies, the answers past ``max_read`` go too (unchecked: the trace counts them).
+
+Example:
+    >>> from kg_agents.kg.memory import MemoryKG
+    >>> kg = MemoryKG([("Jaws", "directed_by", "Steven Spielberg"), ("Jaws", "release_year", "1975"),
+    ...                ("Hook", "directed_by", "Steven Spielberg"), ("Hook", "release_year", "1991")])
+    >>> got = narrow(kg, "what did [Steven Spielberg] direct in 1991", ["Steven Spielberg"], ["Jaws", "Hook"])
+    >>> got.answers, [p.to_text() for p in got.paths]
+    (['Hook'], ['Hook -> release_year -> 1991'])
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.graph import END
+
+from kg_agents.core.context import run_context
+from kg_agents.core.metering import metered
+from kg_agents.core.records import error_update
+from kg_agents.errors import ConfigError, KGAgentsError
+from kg_agents.kg.base import Path, verify_path
+from kg_agents.kg.matching import STOPWORDS, loose_key
+from kg_agents.kg.text import BRACKETED
+
+__all__ = [
+    "CONSTRAINT_NODE",
+    "FANOUT",
+    "MAX_READ",
+    "MAX_VALUES",
+    "Constraint",
+    "Narrowed",
+    "check_constraint",
+    "constrain_update",
+    "end_with_constraint",
+    "make_constrain_node",
+    "mentioned",
+    "narrow",
+]
+
+#: The most answers whose neighbours are read.
+MAX_READ = 100
+#: The most triples read per answer.
+FANOUT = 200
+#: The most distinct candidate values labelled.
+MAX_VALUES = 2000
+#: The name of the node every method ends with.
+CONSTRAINT_NODE = "constrain"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """The value a question states: ``answer -> relation -> value`` (``~relation``: the triple points
+    at the answer); ``label`` is the value's label."""
+
+    relation: str
+    value: str
+    label: str
+
+
+@dataclass
+class Narrowed:
+    """What :func:`narrow` found.
+
+    Attributes:
+        answers: the answers kept, in their order (all of them when no constraint applied).
+        paths: the constraint's path for each kept answer, verified (empty when none applied).
+        constraint: the constraint applied (None: none).
+        read: answers whose neighbours were read; unchecked: answers past the cap.
+        candidates: the question's values the answers read hold; values_cut: ``max_values`` cut them.
+    """
+
+    answers: list[str]
+    paths: list[Path] = field(default_factory=list)
+    constraint: Constraint | None = None
+    read: int = 0
+    unchecked: int = 0
+    candidates: int = 0
+    values_cut: bool = False
+
+    def trace(self, node: str = CONSTRAINT_NODE) -> dict[str, Any]:
+        """The trace step: the value and relation, and how many answers were kept and dropped."""
+        step: dict[str, Any] = {"node": node, "read": self.read, "candidates": self.candidates}
+        c, kept = self.constraint, len(self.answers)
+        if c is None:
+            step["constraint"] = None
+        else:
+            step.update(value=c.value, relation=c.relation, kept=kept, dropped=self.read - kept)
+            step["unchecked"] = self.unchecked
+        if self.values_cut:
+            step["values_cut"] = True
+        return step
+
+
+def _words(text: str) -> list[str]:
+    return loose_key(unicodedata.normalize("NFKC", text).replace("_", " ")).split()
+
+
+def _forms(word: str) -> set[str]:
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return {word}
+    es, ies = word.endswith("es"), word.endswith("ies")
+    return {word, word[:-1], word[:-2] if es else word, word[:-3] + "y" if ies else word}
+
+
+def _question_words(question: str, topic_labels: Iterable[str]) -> list[tuple[set[str], bool]]:
+    """The question's words (each with its forms) and whether each is inside a topic mention."""
+    words: list[str] = []
+    masked: list[bool] = []
+    for i, part in enumerate(BRACKETED.split(question)):  # the odd parts are inside the brackets
+        inside = _words(part)
+        words += inside
+        masked += [i % 2 == 1] * len(inside)
+    for label in topic_labels:
+        lw = _words(label)
+        for i in range(len(words) - len(lw) + 1):
+            if lw and words[i : i + len(lw)] == lw:
+                masked[i : i + len(lw)] = [True] * len(lw)
+    return [(_forms(w), m) for w, m in zip(words, masked, strict=True)]
+
+
+def mentioned(label: str, question: str, topic_labels: Iterable[str] = ()) -> bool:
+    """Whether ``label`` occurs in ``question`` as whole words, outside every topic mention (see the
+    module for the normalisation); a label of stop-words only never does.
+
+    Example:
+        >>> mentioned("Western", "which westerns did [Lee Marvin] act in"), mentioned("Lee", "[Lee Marvin]")
+        (True, False)
+    """
+    return _occurs(_words(label), _question_words(question, topic_labels))
+
+
+def _occurs(label: list[str], question: list[tuple[set[str], bool]]) -> bool:
+    n = len(label)
+    return not all(w in STOPWORDS for w in label) and any(
+        all(not m and w in forms for (forms, m), w in zip(question[i : i + n], label, strict=True))
+        for i in range(len(question) - n + 1)
+    )
+
+
+def _label(kg: Any, entity: str) -> str:
+    try:
+        return str(kg.label(entity))
+    except KGAgentsError:
+        return entity
+
+
+def narrow(
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    answers: Sequence[str],
+    *,
+    max_read: int = MAX_READ,
+    fanout: int = FANOUT,
+    max_values: int = MAX_VALUES,
+) -> Narrowed:
+    """The answers that hold a value the question states (see the module); all of them when none
+    narrows.
+
+    Args:
+        kg: the knowledge graph (read through ``neighbors_many``, ``label`` and ``has_triple`` only).
+        question, topics: the question's text and its topic entities (ids).
+        answers: the method's answers, best first.
+        max_read, fanout, max_values: the bounds (see the module).
+
+    Raises:
+        ConfigError: a bound below 1.
+        KGError: the KG failed.
+    """
+    for name, bound in (("max_read", max_read), ("fanout", fanout), ("max_values", max_values)):
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {bound!r}")
+    order = list(dict.fromkeys(a for a in answers if isinstance(a, str) and a))
+    read = order[:max_read]
+    out = Narrowed(answers=list(order), read=len(read), unchecked=len(order) - len(read))
+    if len(read) < 2 or not question.strip():
+        return out
+    skip, holders = set(topics), dict[tuple[str, str], dict[str, Path]]()
+    for a, triples in kg.neighbors_many(read, None, "both", fanout).items():
+        for t in triples:
+            v = t.other(a)
+            if v != a and v not in skip:
+                path = Path.from_triples(a, [t])
+                holders.setdefault((path.hops[0].relation_text, v), {}).setdefault(a, path)
+    holding: dict[str, set[str]] = {}  # value -> the answers that hold it (where that narrows)
+    for (_, v), held in ((key, held) for key, held in holders.items() if len(held) < len(read)):
+        holding.setdefault(v, set()).update(held)
+    values = sorted(holding, key=lambda v: -len(holding[v]))  # stable: then in the answers' order
+    out.values_cut = len(values) > max_values
+    topic_labels = [_label(kg, t) for t in topics]
+    qwords = _question_words(question, topic_labels)
+    topic_keys = {" ".join(_words(x)) for x in [*topics, *topic_labels]}
+    labels: dict[str, tuple[str, str]] = {}  # value -> (its label, its normalised words)
+    for v in values[:max_values]:
+        label = _label(kg, v)
+        words = " ".join(_words(label))
+        if words not in topic_keys and _occurs(words.split(), qwords):
+            labels[v] = (label, words)
+    ranked = sorted(  # the longest label, the most answers kept, then by label, relation and id
+        ((-len(labels[v][1]), -len(held), labels[v][1], rel, v), held)
+        for (rel, v), held in holders.items()
+        if v in labels and len(held) < len(read)
+    )
+    out.candidates = len(ranked)
+    for (*_, rel, v), held in ranked:
+        kept = [a for a in read if a in held and verify_path(kg, held[a])]
+        if 0 < len(kept) < len(read):
+            out.answers, out.paths = kept, [held[a] for a in kept]
+            out.constraint = Constraint(rel, v, labels[v][0])
+            break
+    return out
+
+
+def constrain_update(
+    kg: Any, state: Mapping[str, Any], *, node: str = CONSTRAINT_NODE, **bounds: int
+) -> dict[str, Any]:
+    """A state update narrowing ``state``'s answers by the constraint its question states: the kept
+    answers, the method's paths less those that end at a dropped answer plus the constraint's paths,
+    and a trace step. Only the trace step when no constraint applies. ``bounds``: :func:`narrow`'s.
+    """
+    answers = list(state.get("answers") or [])
+    question, topics = str(state.get("question") or ""), list(state.get("topic_entities") or [])
+    got = narrow(kg, question, topics, answers, **bounds)
+    if got.constraint is None:
+        return {"trace": [got.trace(node)]}
+    dropped = set(answers) - set(got.answers)
+    paths = [p for p in state.get("paths") or [] if p.end not in dropped]
+    kept = list(dict.fromkeys([*paths, *got.paths]))
+    return {"answers": got.answers, "paths": kept, "trace": [got.trace(node)]}
+
+
+def check_constraint(value: object) -> bool:
+    """``value`` if it is True or False (the ``constraint`` option); a ``ConfigError`` otherwise."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"constraint must be True or False, got {value!r}")
+    return value
+
+
+def make_constrain_node(
+    kg: Any, defaults: Any, *, name: str = CONSTRAINT_NODE, **bounds: int
+) -> Callable[..., dict[str, Any]]:
+    """The node a method's graph ends with: :func:`constrain_update` when the run's ``constraint``
+    option (the run's context laid over ``defaults``, a method's full context; None: on) is on and
+    there are two answers or more.
+
+    A failed KG call or a bad option is recorded in ``errors`` (not halting) and the answers are kept
+    as they were. ``bounds``: :func:`narrow`'s.
+    """
+
+    @metered
+    def constrain(state: Mapping[str, Any], runtime: Any = None) -> dict[str, Any]:
+        try:
+            value = getattr(run_context(runtime, defaults), "constraint", None)
+            on = True if value is None else check_constraint(value)
+        except ConfigError as exc:
+            return error_update(name, exc)
+        if not on or len(state.get("answers") or []) < 2:  # one answer or none: nothing to narrow
+            return {}
+        try:
+            return constrain_update(kg, state, node=name, **bounds)
+        except KGAgentsError as exc:
+            return error_update(name, exc)
+
+    return constrain
+
+
+def end_with_constraint(g: Any, kg: Any, defaults: Any, after: Sequence[str]) -> None:
+    """End a method's graph ``g`` with the :data:`CONSTRAINT_NODE` node: each node of ``after`` (those
+    that gave the final answers) leads to it, and it to the end (see :func:`make_constrain_node`)."""
+    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults))
+    for node in after:
+        g.add_edge(node, CONSTRAINT_NODE)
+    g.add_edge(CONSTRAINT_NODE, END)

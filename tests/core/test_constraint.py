@@ -1,0 +1,194 @@
+"""Constraint questions (kg_agents.core.constraint): a chain's answers narrowed by a value the question
+states, each kept answer with its verified path to the value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kg_agents.core.constraint import (
+    constrain_update,
+    end_with_constraint,
+    make_constrain_node,
+    mentioned,
+    narrow,
+)
+from kg_agents.core.metering import MeteredKG
+from kg_agents.errors import ConfigError, EndpointError
+from kg_agents.kg.base import Path, verify_path
+from kg_agents.kg.memory import MemoryKG
+from kg_agents.kg.testing import CONTRACT_TRIPLES
+
+KG = MemoryKG(CONTRACT_TRIPLES)
+#: Tom Hanks's films, as a method answers "~starred_actors" from him.
+FILMS = ["Splash", "Big", "Cast Away", "Forrest Gump"]
+TOPIC = ["Tom Hanks"]
+
+
+class CountingKG(MeteredKG):
+    """The KG with the entities whose neighbours were asked for recorded."""
+
+    def __init__(self, kg: Any) -> None:
+        super().__init__(kg)
+        self.asked: list[str] = []
+
+    def neighbors_many(self, entities, relation=None, direction="out", limit=None):  # type: ignore[no-untyped-def]
+        self.asked.extend(entities)
+        return super().neighbors_many(entities, relation, direction, limit)
+
+
+class FailingKG(MeteredKG):
+    def neighbors_many(self, entities, relation=None, direction="out", limit=None):  # type: ignore[no-untyped-def]
+        raise EndpointError("http://127.0.0.1:9/sparql", "connection refused")
+
+
+def test_a_year_in_the_question_keeps_the_answers_that_hold_it_with_a_verified_path():
+    got = narrow(KG, "which [Tom Hanks] films came out in 1988", TOPIC, FILMS)
+    assert got.answers == ["Big"]
+    assert [p.to_text() for p in got.paths] == ["Big -> release_year -> 1988"]
+    assert all(verify_path(KG, p) for p in got.paths)
+    assert got.constraint is not None and got.constraint.relation == "release_year"
+    step = got.trace()
+    assert (step["value"], step["relation"], step["kept"], step["dropped"]) == ("1988", "release_year", 1, 3)
+    # a whole set that mixes films and years: the year it names is a value, and not an answer
+    mixed = narrow(KG, "which [Tom Hanks] films came out in 1988", TOPIC, ["1984", "Splash", "1988", "Big"])
+    assert mixed.answers == ["Big"]
+
+
+def test_a_value_reached_backwards_is_a_path_against_its_triple():
+    # the films of Ron Howard's: Splash and Parenthood, the question names the writer's films
+    kg = MemoryKG([*CONTRACT_TRIPLES, ("Babaloo Mandel", "won", "Splash")])
+    got = narrow(kg, "which of these did babaloo mandel win for", ["Ron Howard"], ["Splash", "Parenthood"])
+    # Babaloo Mandel wrote both (not narrowing); he won for Splash alone: the triple points at the answer
+    assert got.answers == ["Splash"]
+    assert [p.to_text() for p in got.paths] == ["Splash -> ~won -> Babaloo Mandel"]
+    assert verify_path(kg, got.paths[0])
+
+
+def test_no_value_mentioned_or_none_that_narrows_leaves_the_answers_as_they_are():
+    for q in ("what films did [Tom Hanks] star in", "which [Tom Hanks] films came out in 1999"):
+        got = narrow(KG, q, TOPIC, FILMS)
+        assert got.answers == FILMS and got.paths == [] and got.constraint is None
+        assert got.trace()["constraint"] is None
+    # a value every answer holds does not narrow: both films are Ron Howard's
+    held = narrow(KG, "what did Ron Howard direct", ["Babaloo Mandel"], ["Splash", "Parenthood"])
+    assert held.answers == ["Splash", "Parenthood"] and held.constraint is None
+    # one answer, or none: nothing to narrow
+    assert narrow(KG, "films of 1988", TOPIC, ["Big"]).constraint is None
+    assert narrow(KG, "films of 1988", TOPIC, []).answers == []
+
+
+def test_a_topic_or_a_word_inside_its_mention_is_never_the_value():
+    kg = MemoryKG(
+        [
+            ("Big", "starred_actors", "Tom Hanks"),
+            ("Big", "has_tags", "tom hanks"),
+            ("Big", "has_tags", "hanks"),
+            ("Splash", "starred_actors", "Tom Hanks"),
+            ("Big", "produced_by", "Tom"),
+        ]
+    )
+    for q in ("which [Tom Hanks] films", "which Tom Hanks films"):
+        got = narrow(kg, q, TOPIC, ["Big", "Splash"])
+        assert got.constraint is None, q  # the topic's label, its words and the topic itself
+    assert not mentioned("Hanks", "which [Tom Hanks] films")
+    assert not mentioned("the", "which of the films")  # stop-words only
+    assert mentioned("Comedy", "comedies with [Tom Selleck]") and mentioned("French", "French-language")
+
+
+def test_articles_count_and_words_are_whole():
+    assert not mentioned("The Fall", "what genres do the films fall under")
+    assert mentioned("The Fall", "is it the fall of the year")
+    assert not mentioned("War", "films with [Jack Palance] and a warden")
+    assert mentioned("1993", "what did [Steven Spielberg] direct in 1993?")
+
+
+def test_ties_are_broken_by_the_longest_label_then_the_most_kept_then_by_name():
+    kg = MemoryKG(
+        [
+            *[(f, "starred_actors", "Tom Hanks") for f in ("A", "B", "C", "D")],
+            ("A", "has_genre", "war"),
+            ("B", "has_genre", "war"),
+            ("A", "has_tags", "war drama"),
+            ("C", "has_tags", "war"),
+            ("D", "in_language", "drama"),
+        ]
+    )
+    q = "which [Tom Hanks] war drama films"
+    # "war drama" is the longest label that narrows
+    assert narrow(kg, q, TOPIC, list("ABCD")).answers == ["A"]
+    # the same length: "war" (genre) keeps two, (tag) one
+    assert narrow(kg, "which [Tom Hanks] war films", TOPIC, list("ABCD")).answers == ["A", "B"]
+    # same label and count: by relation name, whatever the answers' order
+    films = [(f, "starred_actors", "Tom Hanks") for f in "AB"]
+    kg2 = MemoryKG([*films, ("A", "has_tags", "war"), ("B", "has_genre", "war")])
+    for answers in (["A", "B"], ["B", "A"]):
+        got = narrow(kg2, "which [Tom Hanks] war films", TOPIC, answers)
+        assert got.answers == ["B"] and got.constraint is not None and got.constraint.relation == "has_genre"
+
+
+def test_only_the_first_answers_are_read_and_the_rest_dropped_when_a_constraint_applies():
+    kg = CountingKG(KG)
+    got = narrow(kg, "which [Tom Hanks] films came out in 1984", TOPIC, FILMS, max_read=2)
+    assert kg.asked == ["Splash", "Big"]
+    assert got.answers == ["Splash"] and got.read == 2 and got.unchecked == 2
+    assert got.trace()["unchecked"] == 2
+    # the value past the cap is never found
+    late = narrow(CountingKG(KG), "which [Tom Hanks] films came out in 1988", TOPIC, FILMS, max_read=1)
+    assert late.constraint is None and late.answers == FILMS
+    with pytest.raises(ConfigError, match="max_read"):
+        narrow(KG, "q", TOPIC, FILMS, max_read=0)
+
+
+def test_the_update_keeps_the_kept_answers_paths_and_adds_the_constraints():
+    paths = [Path.from_text(f"Tom Hanks -> ~starred_actors -> {f}") for f in FILMS]
+    state = {
+        "question": "which [Tom Hanks] films came out in 1984",
+        "topic_entities": TOPIC,
+        "answers": FILMS,
+        "paths": paths,
+    }
+    u = constrain_update(KG, state)
+    assert u["answers"] == ["Splash"]
+    assert [p.to_text() for p in u["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Splash",
+        "Splash -> release_year -> 1984",
+    ]
+    none = constrain_update(KG, {**state, "question": "what did [Tom Hanks] star in"})
+    assert set(none) == {"trace"}
+
+
+def test_the_node_follows_the_option_and_records_a_failed_kg_without_losing_the_answers():
+    from dataclasses import dataclass
+
+    from langgraph.graph import START, StateGraph
+
+    from kg_agents.core.state import ReasoningState
+
+    @dataclass
+    class Ctx:
+        constraint: bool | None = None
+
+    def answer(state: dict) -> dict:
+        return {"answers": FILMS, "paths": []}
+
+    def graph(kg: Any) -> Any:
+        g = StateGraph(ReasoningState, context_schema=Ctx)
+        g.add_node("answer", answer)
+        g.add_edge(START, "answer")
+        end_with_constraint(g, kg, Ctx(constraint=True), ["answer"])
+        return g.compile()
+
+    q = {"question": "which [Tom Hanks] films came out in 1988", "topic_entities": TOPIC}
+    assert graph(MeteredKG(KG)).invoke(q)["answers"] == ["Big"]
+    off = graph(MeteredKG(KG)).invoke(q, context={"constraint": False})
+    assert off["answers"] == FILMS
+    bad = graph(MeteredKG(KG)).invoke(q, context={"constraint": "yes"})
+    assert bad["answers"] == FILMS and [e["type"] for e in bad["errors"]] == ["ConfigError"]
+    failed = graph(FailingKG(KG)).invoke(q)
+    assert failed["answers"] == FILMS
+    assert [(e["type"], e["halted"]) for e in failed["errors"]] == [("EndpointError", False)]
+    # the node counts its KG calls
+    node = make_constrain_node(MeteredKG(KG), Ctx(constraint=True))
+    assert node({**q, "answers": FILMS})["usage"]["kg_calls"] >= 1
