@@ -67,8 +67,8 @@ __all__ = [
 MAX_READ = 100
 #: The most triples read per answer.
 FANOUT = 200
-#: The most distinct candidate values labelled.
-MAX_VALUES = 2000
+#: The most distinct candidate values labelled (one ``label`` read each: a round trip on an endpoint).
+MAX_VALUES = 100
 #: The name of the node every method ends with.
 CONSTRAINT_NODE = "constrain"
 
