@@ -237,7 +237,7 @@ class LocalChatModel(BaseChatModel):
             dynamic batching off. Streaming calls and seeded sampling calls are never batched.
         batch_window: seconds the batcher waits for more calls after the first one arrives.
         dtype: ``float32``, ``bfloat16``, ``int8`` (linear weights in int8) or ``auto`` (bfloat16 where the
-            CPU computes it natively); None: ``$KG_AGENTS_DTYPE``, else float32
+            CPU computes it natively); None: ``$KG_AGENTS_DTYPE``, else ``auto``
             (:func:`~kg_agents.llm.local_model.load_local_model`).
         prefix_cache: reuse the keys and values of the longest prefix a prompt shares with a recent one
             (:mod:`kg_agents.llm.prefix_cache`), in option ranking and in unbatched generation (tool calls,

@@ -35,6 +35,7 @@ from kg_agents.files import atomic_directory, cache_root
 
 __all__ = [
     "CACHED_DTYPES",
+    "DEFAULT_DTYPE",
     "DEFAULT_LOCAL_MODEL",
     "DTYPES",
     "GGUF_NAME",
@@ -62,8 +63,11 @@ DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"
 DTYPES = ("float32", "bfloat16", "int8", "auto")
 #: The dtypes whose converted weights are cached on disk (int8 is quantized from float32 as it loads).
 CACHED_DTYPES = ("float32", "bfloat16")
-#: The environment variable that sets the default dtype (``float32`` when unset).
+#: The environment variable that sets the default dtype (:data:`DEFAULT_DTYPE` when unset).
 DTYPE_ENV = "KG_AGENTS_DTYPE"
+#: The dtype when neither the caller nor ``$KG_AGENTS_DTYPE`` names one: bfloat16 where the CPU computes it
+#: natively, else float32 (docs/models.md has the float32 / bfloat16 table behind this default).
+DEFAULT_DTYPE = "auto"
 #: The file in each converted checkpoint that lists its files (bytes, SHA-256) and its dtype; written last.
 MANIFEST = "kg-agents-checkpoint.json"
 _MANIFEST_FORMAT = 1
@@ -142,7 +146,7 @@ def cpu_has_bf16() -> bool:
 
 
 def resolve_dtype(dtype: str | None = None) -> str:
-    """The dtype the local model runs in: ``dtype``, else ``$KG_AGENTS_DTYPE``, else ``float32``;
+    """The dtype the local model runs in: ``dtype``, else ``$KG_AGENTS_DTYPE``, else :data:`DEFAULT_DTYPE`;
     ``auto`` becomes ``bfloat16`` where :func:`cpu_has_bf16`, else ``float32``; ``int8`` stays.
 
     Raises:
@@ -152,7 +156,7 @@ def resolve_dtype(dtype: str | None = None) -> str:
         >>> resolve_dtype("bfloat16"), resolve_dtype("float32")
         ('bfloat16', 'float32')
     """
-    value = dtype if dtype is not None else os.environ.get(DTYPE_ENV, "float32")
+    value = dtype if dtype is not None else os.environ.get(DTYPE_ENV, DEFAULT_DTYPE)
     if value not in DTYPES:
         where = "dtype" if dtype is not None else f"${DTYPE_ENV}"
         raise ConfigError(f"{where} must be one of {', '.join(DTYPES)}; got {value!r}")

@@ -95,6 +95,10 @@ def test_dtype_is_validated_and_read_from_the_environment(monkeypatch: pytest.Mo
         LocalChatModel(dtype="float16")
     assert LocalChatModel(dtype="int8").dtype == "int8"
     monkeypatch.delenv(local_model.DTYPE_ENV, raising=False)
+    assert local_model.DEFAULT_DTYPE == "auto"  # unset: bfloat16 where the CPU has it, else float32
+    monkeypatch.setattr(local_model, "cpu_has_bf16", lambda: True)
+    assert local_model.resolve_dtype() == "bfloat16"
+    monkeypatch.setattr(local_model, "cpu_has_bf16", lambda: False)
     assert local_model.resolve_dtype() == "float32"
     monkeypatch.setenv(local_model.DTYPE_ENV, "bfloat16")
     assert local_model.resolve_dtype() == "bfloat16" and local_model.resolve_dtype("float32") == "float32"
@@ -536,3 +540,22 @@ def test_bfloat16_model_is_its_own_copy_and_ranks_like_float32(monkeypatch: pyte
     assert made[0].path_scores == "trie"  # and gets the graph's path scores
     out = g.invoke({"question": "who directed [Splash]", "topic_entities": ["Splash"]})
     assert out["paths"] and not out.get("errors")
+
+
+@pytest.mark.integration
+def test_the_default_dtype_is_what_auto_resolves_to_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no dtype named anywhere, the model loads in bfloat16 on a CPU that computes it, else in
+    float32, and answers (the suite pins float32 for its other tests; this one runs as a user's does)."""
+    import torch
+
+    from kg_agents.llm import local_model
+
+    monkeypatch.delenv(local_model.DTYPE_ENV, raising=False)
+    expected = "bfloat16" if local_model.cpu_has_bf16() else "float32"
+    assert local_model.resolve_dtype() == expected
+    model, _ = local_model.load_local_model()
+    assert model.dtype == getattr(torch, expected)
+    msg = LocalChatModel(max_tokens=24).invoke(
+        [SystemMessage("Answer in one short sentence."), HumanMessage("What is the capital of France?")]
+    )
+    assert "Paris" in msg.content
