@@ -519,7 +519,7 @@ def test_bfloat16_model_is_its_own_copy_and_ranks_like_float32(monkeypatch: pyte
 
     monkeypatch.setattr(gcr_graph, "LocalConstrainedDecoder", decoder)
 
-    fp32, _ = load_local_model()
+    fp32, _ = load_local_model(dtype="float32")
     bf16, _ = load_local_model(dtype="bfloat16")
     assert fp32 is not bf16 and fp32.dtype == torch.float32 and bf16.dtype == torch.bfloat16
     msgs = [HumanMessage("What is the capital of France? Answer with the city.")]
