@@ -290,10 +290,12 @@ def make_constrain_node(
     return constrain
 
 
-def end_with_constraint(g: Any, kg: Any, defaults: Any, after: Sequence[str]) -> None:
+def end_with_constraint(g: Any, kg: Any, defaults: Any, after: Sequence[str], **bounds: int) -> None:
     """End a method's graph ``g`` with the :data:`CONSTRAINT_NODE` node: each node of ``after`` (those
-    that gave the final answers) leads to it, and it to the end (see :func:`make_constrain_node`)."""
-    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults))
+    that gave the final answers) leads to it, and it to the end (see :func:`make_constrain_node`).
+    ``bounds``: :func:`narrow`'s; a method with a per-entity read cap of its own passes it as ``fanout``,
+    so that every read of its graph keeps to that cap."""
+    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults, **bounds))
     for node in after:
         g.add_edge(node, CONSTRAINT_NODE)
     g.add_edge(CONSTRAINT_NODE, END)

@@ -301,7 +301,7 @@ def create_graph_rag_graph(
     g.add_node("answer", functools.partial(graph_rag_answer, deps))
     g.add_conditional_edges("link_entities", after_link, {"retrieve": "retrieve", "end": END})
     g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
-    end_with_constraint(g, setup.kg, deps.defaults, ["answer"])
+    end_with_constraint(g, setup.kg, deps.defaults, ["answer"], fanout=fanout_limit)
     return g.compile(checkpointer=checkpointer, name="graph_rag")
 
 
@@ -486,5 +486,5 @@ def create_text_rag_graph(
         "link_entities", functools.partial(text_rag_after_link, deps), {"retrieve": "retrieve", "end": END}
     )
     g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
-    end_with_constraint(g, setup.kg, deps.defaults, ["answer"])
+    end_with_constraint(g, setup.kg, deps.defaults, ["answer"], fanout=fanout_limit)
     return g.compile(checkpointer=checkpointer, name="text_rag")

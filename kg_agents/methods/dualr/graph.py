@@ -245,5 +245,5 @@ def create_dualr_graph(
     steps = ["link_entities", "encode_question", "explore", "backtrack", "build_prompt", "determine_answer"]
     for node, nxt in itertools.pairwise(steps):
         g.add_conditional_edges(node, end_on_error(nxt, on_answers=True), {nxt: nxt, "end": END})
-    end_with_constraint(g, setup.kg, defaults, ["determine_answer"])
+    end_with_constraint(g, setup.kg, defaults, ["determine_answer"], fanout=fanout_limit)
     return g.compile(checkpointer=checkpointer, name="dualr")
