@@ -290,12 +290,14 @@ def make_constrain_node(
     return constrain
 
 
-def end_with_constraint(g: Any, kg: Any, defaults: Any, after: Sequence[str], **bounds: int) -> None:
+def end_with_constraint(
+    g: Any, kg: Any, defaults: Any, after: Sequence[str], *, fanout: int = FANOUT
+) -> None:
     """End a method's graph ``g`` with the :data:`CONSTRAINT_NODE` node: each node of ``after`` (those
     that gave the final answers) leads to it, and it to the end (see :func:`make_constrain_node`).
-    ``bounds``: :func:`narrow`'s; a method with a per-entity read cap of its own passes it as ``fanout``,
-    so that every read of its graph keeps to that cap."""
-    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults, **bounds))
+    ``fanout``: :func:`narrow`'s; a method with a per-entity read cap of its own passes that cap, so that
+    every read of its graph keeps to it."""
+    g.add_node(CONSTRAINT_NODE, make_constrain_node(kg, defaults, fanout=fanout))
     for node in after:
         g.add_edge(node, CONSTRAINT_NODE)
     g.add_edge(CONSTRAINT_NODE, END)

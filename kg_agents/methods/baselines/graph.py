@@ -34,7 +34,7 @@ from langgraph.types import Checkpointer
 
 from kg_agents.core.constraint import check_constraint, end_with_constraint
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
-from kg_agents.core.factory import reasoning_graph, setup_method
+from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
 from kg_agents.core.hops import check_hops
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
@@ -286,15 +286,7 @@ def create_graph_rag_graph(
         max_hops=max_hops,
         hop_fanout=hop_fanout,
         max_neighbourhood=max_neighbourhood,
-        defaults=GraphRAGContext(
-            max_triples=60,
-            max_answers=10,
-            decide=decide,
-            answer_ratio=answer_ratio,
-            answer_hops=answer_hops,
-            conjunction=conjunction,
-            constraint=constraint,
-        ),
+        defaults=context_defaults(GraphRAGContext, locals(), max_triples=60, max_answers=10),
     )
     g = reasoning_graph(GraphRAGState, GraphRAGContext, setup, index)
     g.add_node("retrieve", functools.partial(graph_rag_retrieve, deps))
@@ -469,15 +461,7 @@ def create_text_rag_graph(
         calibrate=calibrate,
         hop_classifier=setup.hop_classifier,
         auto_hops=setup.auto_hops,
-        defaults=TextRAGContext(
-            top_k=20,
-            max_answers=10,
-            decide=decide,
-            answer_ratio=answer_ratio,
-            answer_hops=answer_hops,
-            conjunction=conjunction,
-            constraint=constraint,
-        ),
+        defaults=context_defaults(TextRAGContext, locals(), top_k=20, max_answers=10),
     )
     g = reasoning_graph(TextRAGState, TextRAGContext, setup, index)
     g.add_node("retrieve", functools.partial(text_rag_retrieve, deps))
