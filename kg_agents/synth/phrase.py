@@ -14,9 +14,7 @@ camelCase, ``_``, ``-`` and ``.`` read as spaces. A name reads as one of three s
   "what is directed by [X]?";
 - ``verb``: one word ending in ``ed``, ``influenced``: "what has [X] influenced?", "what influenced [X]?".
 
-Longer paths nest noun phrases ("what is the genre of the entities directed by [X]?"); a noun read
-forwards from the topic, or from such a possessive, also reads as a possessive, as the one-hop "[X]'s
-genre?" does ("what is [X]'s spouse's nationality?", "the nationality of [X]'s spouse"); a conjunction
+Longer paths nest noun phrases ("what is the genre of the entities directed by [X]?"); a conjunction
 asks for what both chains reach; a constraint asks which of a chain's answers have a value along an
 attribute step, the value written as it is (``{V}``, no brackets: "which of the entities directed by [X]
 have 1994 as their release year?"). Several forms per shape; the synthesiser draws one per question with a
@@ -125,8 +123,6 @@ def humanise(relation: str) -> RelationWords:
     if "/" in local or "#" in local:
         local = re.split(r"[/#]", local)[-1] or local
     context = ""
-    if "." not in local and local.count("__") >= 2:  # a Freebase id with '.' written '__'
-        local = local.replace("__", ".")
     if "." in local and not re.search(r"\s", local):
         parts = [p for p in local.split(".") if p]
         if len(parts) >= 2:
@@ -177,25 +173,14 @@ def _one_hop(step: Step, slot: str) -> list[str]:
     return [f"what {p} {slot}?", f"which entities {p} {slot}?"]
 
 
-def _possessive(phrase: str) -> bool:
-    """Whether ``phrase`` is a topic or a chain of possessives from one (``[X]'s spouse``)."""
-    return phrase in PLACEHOLDERS or phrase.startswith(tuple(f"{s}'s " for s in PLACEHOLDERS))
-
-
-def _of(owner: str, noun: str) -> str:
-    """``owner``'s ``noun``, the apostrophe alone after a plural's ``s`` (``[X]'s parents' spouse``)."""
-    return f"{owner}' {noun}" if owner.endswith("s") and owner not in PLACEHOLDERS else f"{owner}'s {noun}"
-
-
 def _noun_phrases(step: Step, inner: str, head: str) -> list[str]:
-    """Noun phrases for the entities ``step`` reaches from ``inner`` (``head``: "the entities"); a noun
-    read forwards also as a possessive of a topic or of a possessive (``[X]'s spouse's gender``)."""
+    """Noun phrases for the entities ``step`` reaches from ``inner`` (``head``: "the entities")."""
     w = humanise(step[0])
     p = w.phrase
     out = step[1] == "out"
     one = inner in PLACEHOLDERS  # a topic; else a noun phrase of several entities
     if w.shape == "noun" and out:
-        return [f"the {p} of {inner}", *([_of(inner, p)] if _possessive(inner) else [])]
+        return [f"the {p} of {inner}"]
     if w.shape == "noun":
         among = inner if one else f"one of {inner}"
         return [
@@ -222,8 +207,7 @@ def _be(noun_phrase: str, steps: RelationPath) -> str:
     last = steps[-1]
     w = humanise(last[0])
     singular = w.shape == "noun" and last[1] == "out" and not w.plural
-    definite = noun_phrase.startswith("the ") or (_possessive(noun_phrase) and noun_phrase not in PLACEHOLDERS)
-    return "is" if singular and definite else "are"
+    return "is" if singular and noun_phrase.startswith("the ") else "are"
 
 
 _HEADS = ("the entities", "the ones")
@@ -310,8 +294,6 @@ def generic_forms(relation_path: str | RelationPath, kind: str = "chain") -> lis
     for head in _HEADS:
         for np in _chain_phrases(steps, PLACEHOLDERS[0], head):
             forms += [f"what {_be(np, steps)} {np}?", f"name {np}.", f"tell me {np}."]
-            if _possessive(np):
-                forms.append(f"{np}?")
     return list(dict.fromkeys(forms))
 
 

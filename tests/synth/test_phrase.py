@@ -16,8 +16,6 @@ from tests.fakes import FakeChat
         ("directed_by", "prep", "directed by", ""),
         ("starredActors", "noun", "starred actors", ""),
         ("people.person.spouse", "noun", "spouse", "person"),
-        ("__people__person__spouse", "noun", "spouse", "person"),
-        ("has__genre", "noun", "genre", ""),
         ("has genre", "noun", "genre", ""),
         ("has_imdb_rating", "noun", "imdb rating", ""),
         ("in_language", "noun", "language", ""),
@@ -66,15 +64,6 @@ def test_nested_forms_read_from_the_topic_outwards():
     assert "what are the starred actors of the ones directed by [X]?" in generic_forms(
         "~directed_by starred_actors"
     )
-
-
-def test_forward_nouns_also_read_as_possessives_from_the_topic():
-    forms = generic_forms("spouse nationality")
-    assert "what is [X]'s spouse's nationality?" in forms
-    assert "what is the nationality of [X]'s spouse?" in forms
-    assert "[X]'s parents' spouse?" in generic_forms("parents spouse")
-    # a possessive needs an owner read forwards: none after an inverse step
-    assert not any("'s" in f for f in generic_forms("~directed_by has_genre"))
 
 
 def test_conjunction_forms_name_both_topics():
