@@ -81,3 +81,22 @@ def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> 
     res = graph.invoke({"question": q["question"], "topic_entities": q["topic_entities"]})
     assert res["answers"] and all(kg.has_entity(a) for a in res["answers"])
     assert res["paths"] and res["paths"][0].end in res["answers"]
+
+
+def test_a_built_pack_predicts_walk_lengths_but_not_gcr_trie_depth(tmp_path: Path) -> None:
+    """A classifier trained on synthesised questions sets the walks' length; gcr keeps its trie of every
+    path of 1..L hops (a trie of one wrong depth has no right path)."""
+    from kg_agents.kg import open_kg
+    from kg_agents.packs import Pack
+    from kg_agents.specialise import _BuildManifest
+
+    kb = small_kg(tmp_path / "kb.tsv")
+    root = tmp_path / "pack"
+    root.mkdir()
+    build = _BuildManifest.open_or_create(root, open_kg(str(kb)), source=str(kb))
+    for name, path in (("hop_classifier", "hop_classifier"), ("gcr_path_generator", "gcr")):
+        (root / path).mkdir()
+        build.add_component(name, path, record={})
+    pack = Pack.load(root)
+    assert pack.predicts("graph_explore") and pack.predicts("graph_agent")
+    assert pack.route("gcr")["adapter"] == "gcr_path_generator" and not pack.predicts("gcr")
