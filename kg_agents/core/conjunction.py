@@ -37,6 +37,7 @@ __all__ = [
     "Meeting",
     "answer_set",
     "chain_combinations",
+    "complete_answers",
     "from_every_topic",
     "meet",
     "path_relations",
@@ -130,6 +131,101 @@ def answer_set(
             out.unverified += 1
     lead = [e for e in dict.fromkeys(first) if e in out.support]
     out.answers = lead + [e for e in out.support if e not in set(lead)]
+    return out
+
+
+@dataclass
+class Completed:
+    """What :func:`complete_answers` did.
+
+    Attributes:
+        answers: the answers (labels) given, then the other ends of the best answer's chain, at most
+            ``limit`` in all.
+        paths: a verified walk to each answer added (from the chain's topic entity).
+        chain: the relation path walked (None: no given answer ends a path from a topic entity).
+        start: the topic entity it was walked from.
+        truncated: as :attr:`AnswerSet.truncated`.
+    """
+
+    answers: list[str]
+    paths: list[Path] = field(default_factory=list)
+    chain: list[str] | None = None
+    start: str | None = None
+    truncated: list[str] = field(default_factory=list)
+
+    def as_trace(self, given: int) -> dict[str, Any]:
+        """What a method traces of it (``given``: how many answers it had before); nothing when no
+        chain was walked."""
+        if self.chain is None:
+            return {}
+        return {
+            "whole_set": {
+                "chain": self.chain,
+                "start": self.start,
+                "given": given,
+                "added": len(self.answers) - given,
+                "truncated": self.truncated,
+            }
+        }
+
+
+def complete_answers(
+    kg: Any,
+    answers: Sequence[str],
+    candidates: Mapping[str, Sequence[Path]],
+    *,
+    topics: Iterable[str],
+    limit: int,
+) -> Completed:
+    """A chain question's whole answer set from a method's best answer: the relation chain of the first
+    verified path from a topic entity to the best answer that has one, walked again from that topic
+    (:func:`answer_set`), and every end it reaches on a walk that does not pass a node twice, after
+    ``answers`` (which keep their order), at most ``limit`` answers in all. A method whose decisions
+    end on one entity of a set ("which films did [X] star in": one film) then returns the set its chain
+    names, each answer on a verified path.
+
+    Args:
+        kg: the knowledge graph.
+        answers: the method's answers (labels), best first.
+        candidates: ``{label: the verified paths ending at it}`` (as
+            :func:`~kg_agents.core.decide.answer_candidates` gives them), the first path of a label the
+            best.
+        topics: the question's topic entities: the chain starts at one; they are never answers.
+        limit: the most answers returned (and ends read).
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Splash", "starred", "Tom Hanks"), ("Big", "starred", "Tom Hanks"),
+        ...                ("Splash", "directed_by", "Ron Howard")])
+        >>> one = Path.from_text("Tom Hanks -> ~starred -> Splash")
+        >>> c = complete_answers(kg, ["Splash"], {"Splash": [one]}, topics=["Tom Hanks"], limit=10)
+        >>> c.answers, c.chain, [p.to_text() for p in c.paths]
+        (['Splash', 'Big'], ['~starred'], ['Tom Hanks -> ~starred -> Big'])
+    """
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ConfigError(f"limit must be a positive integer, got {limit!r}")
+    starts = list(dict.fromkeys(topics))
+    out = Completed(answers=list(answers)[:limit])
+    walked = next(
+        (p for a in out.answers for p in candidates.get(a, ()) if p.hops and p.start in starts), None
+    )
+    if walked is None or walked.start is None or len(out.answers) >= limit:
+        return out
+    out.start, out.chain = walked.start, path_relations(walked)
+    found = answer_set(kg, {walked.start: [out.chain]}, limit=limit, exclude=starts)
+    out.truncated = found.truncated
+    have = {a.casefold() for a in out.answers}
+    for e in found.answers:
+        if len(out.answers) >= limit:
+            break
+        walk = found.support[e][0]
+        if len(set(walk.entities)) < len(walk.entities):
+            continue  # a walk that turns back to a node it passed (a writer's own film, to himself)
+        lab = kg.label(e)
+        if lab.casefold() not in have:
+            have.add(lab.casefold())
+            out.answers.append(lab)
+            out.paths.append(found.support[e][0])
     return out
 
 

@@ -79,8 +79,8 @@ PROMPT_STYLES: tuple[PromptStyle, ...] = ("zero_shot", "few_shot")
 PROMPT_NAMES = ("decode_few_shot", "decode_zero_shot", "reason")
 #: What the general model ranks for each candidate answer (``candidate_text``).
 CANDIDATE_TEXTS = ("label", "path")
-#: At most this many final answers, unless the run's context says otherwise.
-MAX_ANSWERS = 10
+#: At most this many final answers, unless the run's context says otherwise (the cut of a whole set).
+MAX_ANSWERS = 100
 
 
 @dataclass
@@ -90,7 +90,7 @@ class GCRContext:
     Attributes:
         num_beams: K, the paths (and hypothesis answers) decoded per question.
         max_hops: L for the KG-Trie.
-        max_answers: at most this many final answers (default 10).
+        max_answers: at most this many final answers (default 100): the cut of a whole set.
         decide: the general model's route: ``"rank"`` (it ranks the candidate answers) or
             ``"generate"`` (it writes them; kept where they name a candidate).
         answer_ratio: ranked route: the probability share of the best answer that others need.
@@ -99,6 +99,7 @@ class GCRContext:
         conjunction: several topic entities: paths decoded from each, the answers where they meet (see
             :func:`create_gcr_graph`).
         constraint: narrow the answers by a value the question states (see :func:`create_gcr_graph`).
+        whole_set: add the other ends of the best answer's relation chain (see :func:`create_gcr_graph`).
     """
 
     num_beams: int | None = None
@@ -109,6 +110,7 @@ class GCRContext:
     hops: int | str | None = None
     conjunction: bool | None = None
     constraint: bool | None = None
+    whole_set: bool | None = None
 
 
 class GCRState(ReasoningState, total=False):
@@ -154,6 +156,7 @@ def create_gcr_graph(
     candidate_text: str = "label",
     conjunction: bool = True,
     constraint: bool = True,
+    whole_set: bool = True,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph-constrained reasoning: KG-Trie-constrained path decoding, then inductive reasoning.
 
@@ -235,6 +238,11 @@ def create_gcr_graph(
             direct in 1993"): those holding it, each with its verified path to it
             (:mod:`~kg_agents.core.constraint`); False: the answers as they are. A run's context may
             set it.
+        whole_set: a chain question's whole answer set: after the answers the reasoner chose, every
+            other end of the relation chain of the best answer's first verified path, walked again from
+            its topic entity (:func:`~kg_agents.core.conjunction.complete_answers`), each with its
+            verified walk, at most ``max_answers`` in all; the K decoded paths alone end on at most K
+            entities. False: the reasoner's answers only. A run's context may set it.
 
     Raises:
         ConfigError: an unknown ``prompt_style``, ``decide``, ``path_scores``, ``candidate_text`` or
@@ -258,8 +266,9 @@ def create_gcr_graph(
     if candidate_text not in CANDIDATE_TEXTS:
         raise ConfigError(f"candidate_text must be one of {CANDIDATE_TEXTS}, got {candidate_text!r}")
     check_ratio(answer_ratio)
-    if not isinstance(conjunction, bool):
-        raise ConfigError(f"conjunction must be True or False, got {conjunction!r}")
+    for name, flag in (("conjunction", conjunction), ("whole_set", whole_set)):
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{name} must be True or False, got {flag!r}")
     check_constraint(constraint)
     templates = prompt_templates(
         "gcr", PROMPT_NAMES, prompts, **{f"decode_{prompt_style}": decode_prompt, "reason": reason_prompt}

@@ -31,6 +31,7 @@ from typing import Any
 from langchain_core.prompts import ChatPromptTemplate
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.conjunction import complete_answers
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import answer_candidates, ground_answers, rank, ranked_answers, topic_question
 from kg_agents.core.hops import check_hops, question_hops
@@ -368,6 +369,10 @@ def reason(deps: GCRDeps, state: Mapping[str, Any], runtime: Any) -> dict[str, A
                 )
             ]
     update: dict[str, Any] = {"answers": answers, "trace": [trace]}
+    if answers and ctx.whole_set:  # the whole set of the best answer's chain
+        done = complete_answers(deps.kg, answers, candidates, topics=topics, limit=ctx.max_answers)
+        trace.update(done.as_trace(len(answers)))
+        update.update(answers=done.answers, paths=[*paths, *done.paths])
     if errors:
         update["errors"] = errors
     return update

@@ -197,6 +197,7 @@ def create_graph_agent_graph(
     plan_example: bool | None = None,
     conjunction: bool = True,
     constraint: bool = True,
+    whole_set: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT *agent*: ReAct over the KG tools (sec. 4.2.1, app. F).
 
@@ -273,6 +274,11 @@ def create_graph_agent_graph(
             direct in 1993"): those holding it, each with its verified path to it
             (:mod:`~kg_agents.core.constraint`); False: the answers as they are. A run's context may
             set it.
+        whole_set: a chain question's whole answer set: after the answers the walk ended on, every
+            other end of the relation chain of the best answer's verified path from its topic entity,
+            walked again from it (:func:`~kg_agents.core.conjunction.complete_answers`), each with its
+            verified walk, at most 100 answers in all (``MAX_ANSWERS``). False: the answers as the walk
+            chose them. A run's context may set it.
 
     Returns:
         A compiled graph; input ``{"question", "topic_entities"}``, output ``answers``, ``paths``
@@ -300,6 +306,7 @@ def create_graph_agent_graph(
         hops=hops,
         conjunction=conjunction,
         constraint=constraint,
+        whole_set=whole_set,
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     if not isinstance(relation_chain, bool):
@@ -357,6 +364,7 @@ def create_graph_explore_graph(
     plan_example: bool | None = None,
     conjunction: bool = True,
     constraint: bool = True,
+    whole_set: bool = True,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -410,6 +418,11 @@ def create_graph_explore_graph(
             direct in 1993"): those holding it, each with its verified path to it
             (:mod:`~kg_agents.core.constraint`); False: the answers as they are. A run's context may
             set it.
+        whole_set: a chain question's whole answer set: after the answers the walk ended on, every
+            other end of the relation chain of the best answer's verified path from its topic entity,
+            walked again from it (:func:`~kg_agents.core.conjunction.complete_answers`), each with its
+            verified walk, at most 100 answers in all (``MAX_ANSWERS``). False: the answers as the walk
+            chose them. A run's context may set it.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set
@@ -431,6 +444,7 @@ def create_graph_explore_graph(
         hops=hops,
         conjunction=conjunction,
         constraint=constraint,
+        whole_set=whole_set,
     )
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     for key, v in (

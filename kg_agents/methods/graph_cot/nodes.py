@@ -47,6 +47,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from kg_agents.core.answers import parse_answers
+from kg_agents.core.conjunction import complete_answers
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import ground_answers, rank
 from kg_agents.core.hops import question_hops
@@ -86,6 +87,8 @@ __all__ = [
 
 #: The id of the root branch.
 ROOT = "r"
+#: At most this many answers: the cut of a whole answer set (``whole_set``).
+MAX_ANSWERS = 100
 
 
 @dataclass(frozen=True)
@@ -550,11 +553,19 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
             except KGAgentsError as exc:
                 failed = error_update("answer", exc)
                 return {"answers": [], "paths": [], **failed}
-    answers = [a for a in answers if a][:20]
+    answers = [a for a in answers if a][:MAX_ANSWERS]
     # every answer is a node the chain reached, on a verified path from a start: the rest is dropped
     candidates = method.candidates(best) if best else {}
     answers, paths, dropped = ground_answers(answers, candidates)
     update = verified_paths_update(method.kg, paths)
+    if answers and settings.get("whole_set", True):
+        # the whole set of the best answer's chain, each added answer with its verified walk
+        done = complete_answers(
+            method.kg, answers, candidates, topics=state.get("topic_entities") or [], limit=MAX_ANSWERS
+        )
+        info.update(done.as_trace(len(answers)))
+        answers = done.answers
+        update["paths"] = [*update["paths"], *done.paths]
     evidence = [triple_text(method.kg, t) for t in (best.get("triples") or [])] if best else []
     update["trace"] = [
         {

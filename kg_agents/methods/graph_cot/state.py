@@ -64,6 +64,8 @@ class GraphCoTContext:
             its answers where the walks meet (:mod:`~kg_agents.methods.graph_cot.conjunction`); None: on.
         constraint: the answers narrowed by a value the question states
             (:mod:`~kg_agents.core.constraint`); None: on.
+        whole_set: the best answer's relation chain walked again for the rest of its ends
+            (:func:`~kg_agents.core.conjunction.complete_answers`); None: on.
     """
 
     strategy: Strategy | None = None
@@ -77,6 +79,7 @@ class GraphCoTContext:
     hops: int | str | None = None
     conjunction: bool | None = None
     constraint: bool | None = None
+    whole_set: bool | None = None
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
@@ -98,8 +101,9 @@ def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
         "hops": check_hops("none" if ctx.hops is None else ctx.hops),
         "conjunction": True if ctx.conjunction is None else ctx.conjunction,
         "constraint": True if ctx.constraint is None else ctx.constraint,
+        "whole_set": True if ctx.whole_set is None else ctx.whole_set,
     }
-    for key in ("conjunction", "constraint"):
+    for key in ("conjunction", "constraint", "whole_set"):
         if not isinstance(s[key], bool):
             raise ConfigError(f"{key} must be True or False, got {s[key]!r}")
     if s["decide"] not in ("rank", "generate"):

@@ -376,8 +376,12 @@ def test_explore_search_depth_visited_set_and_fanout():
     assert search[-1]["end"] is True and len(search) == 2  # End? said yes after level 2 of 3
     assert llm.calls[PRUNE_REL] == 3 and llm.calls[PRUNE_ENT] == 1 and llm.calls[END_Q] == 2
     assert out["answers"] == ["Penny Marshall"]
+    # the whole set of the chain (every director of a Tom Hanks film), narrowed to Big's by the
+    # constraint step, which adds its path to the value the question names
+    assert _trace(out, "answer")[0]["whole_set"]["added"] == 2
     assert [p.to_text() for p in out["paths"]] == [
-        "Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall"
+        "Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall",
+        "Penny Marshall -> ~directed_by -> Big",
     ]
 
 
