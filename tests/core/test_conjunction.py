@@ -9,6 +9,7 @@ from kg_agents.core.conjunction import (
     MAX_TRIES,
     answer_set,
     chain_combinations,
+    complete_answers,
     from_every_topic,
     meet,
     path_relations,
@@ -115,3 +116,38 @@ def test_from_every_topic_keeps_the_candidates_each_topic_reaches():
     assert list(got) == ["Splash"]
     assert [p.start for p in got["Splash"]] == ["Tom Hanks", "Ron Howard"]  # one each, topics' order
     assert from_every_topic(paths, []) == {}
+
+
+def _films(*names: str) -> dict[str, list[Path]]:
+    return {n: [Path.from_text(f"Tom Hanks -> ~starred_actors -> {n}")] for n in names}
+
+
+@pytest.mark.parametrize("kg", [KG, HopByHopKG(KG)], ids=["chain queries", "hop by hop"])
+def test_a_chain_answer_is_completed_with_the_rest_of_its_chain_after_the_given_answers(kg):
+    got = complete_answers(kg, ["Big"], _films("Big"), topics=["Tom Hanks"], limit=100)
+    assert got.answers[0] == "Big" and sorted(got.answers) == ["Big", "Cast Away", "Forrest Gump", "Splash"]
+    assert got.chain == ["~starred_actors"] and got.start == "Tom Hanks"
+    assert sorted(p.end for p in got.paths) == ["Cast Away", "Forrest Gump", "Splash"]  # one per added answer
+    assert all(verify_path(KG, p) and p.start == "Tom Hanks" for p in got.paths)
+    assert got.as_trace(1)["whole_set"]["added"] == 3
+    # the cut counts the given answers; given answers keep their order and are not repeated
+    cut = complete_answers(kg, ["Big", "Splash"], _films("Big", "Splash"), topics=["Tom Hanks"], limit=3)
+    assert cut.answers[:2] == ["Big", "Splash"] and len(cut.answers) == 3 and len(cut.paths) == 1
+
+
+def test_no_chain_is_walked_without_a_path_from_a_topic_entity():
+    films = _films("Big")
+    for topics in ([], ["Robert Zemeckis"]):  # no topic, or the path starts at none of them
+        got = complete_answers(KG, ["Big"], films, topics=topics, limit=100)
+        assert got.answers == ["Big"] and got.paths == [] and got.chain is None and got.as_trace(1) == {}
+    assert complete_answers(KG, ["Nobody"], films, topics=["Tom Hanks"], limit=100).answers == ["Nobody"]
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ConfigError, match="limit"):
+            complete_answers(KG, ["Big"], films, topics=["Tom Hanks"], limit=bad)
+
+
+def test_a_walk_that_passes_a_node_twice_adds_no_answer():
+    kg = MemoryKG([("Moon", "written_by", "Al"), ("Sun", "written_by", "Al"), ("Sun", "written_by", "Bea")])
+    walked = Path.from_text("Moon -> written_by -> Al -> ~written_by -> Sun -> written_by -> Bea")
+    got = complete_answers(kg, ["Bea"], {"Bea": [walked]}, topics=["Moon"], limit=100)
+    assert got.answers == ["Bea"]  # Al is an end only by Al -> Sun -> Al

@@ -10,6 +10,7 @@ from kg_agents.errors import ConfigError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Path, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.methods.gcr.decoding import DecodedPath
 from kg_agents.methods.gcr.graph import create_gcr_graph
 from kg_agents.methods.gcr.local_decoder import KGTrieLogitsProcessor
 from kg_agents.methods.gcr.nodes import format_paths, vote
@@ -451,3 +452,29 @@ def test_the_general_adapter_is_for_the_embedded_model_only(kg):
         )
     with pytest.raises(ConfigError, match="adapter"):
         create_gcr_graph(kg, decoder=RecordingDecoder(smollm_tokenizer()), general_adapter="")
+
+
+def test_the_whole_set_of_the_best_answers_chain_follows_the_decoded_answers(kg):
+    # K = 1 decoded path ends on one film; the set the question asks for is every film of its chain
+    one = [DecodedPath("", "Tom Hanks -> ~starred_actors -> Big", -0.1, "Big", {"in_trie": True})]
+    g = create_gcr_graph(kg, general_llm=None, decoder=RecordingDecoder(smollm_tokenizer(), one))
+    question = {"question": "which films did Tom Hanks star in", "topic_entities": ["Tom Hanks"]}
+    out = g.invoke(question)
+    assert out["answers"][0] == "Big" and sorted(out["answers"]) == [
+        "Big",
+        "Cast Away",
+        "Forrest Gump",
+        "Splash",
+    ]
+    assert grounded(out) and all(verify_path(kg, p) for p in out["paths"])
+    reason = next(t for t in out["trace"] if t["node"] == "reason")
+    assert reason["whole_set"]["chain"] == ["~starred_actors"] and reason["whole_set"]["added"] == 3
+    assert g.invoke(question, context={"whole_set": False})["answers"] == ["Big"]
+    cut = g.invoke(question, context={"max_answers": 2})["answers"]
+    assert cut[0] == "Big" and len(cut) == 2
+    off = create_gcr_graph(
+        kg, general_llm=None, decoder=RecordingDecoder(smollm_tokenizer(), one), whole_set=False
+    )
+    assert off.invoke(question)["answers"] == ["Big"]
+    with pytest.raises(ConfigError, match="whole_set"):
+        create_gcr_graph(kg, decoder=RecordingDecoder(smollm_tokenizer()), whole_set="yes")

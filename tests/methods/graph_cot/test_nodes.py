@@ -10,7 +10,7 @@ from langgraph.types import Send
 
 from kg_agents.core.metering import MeteredKG
 from kg_agents.errors import ModelError
-from kg_agents.kg.base import Triple
+from kg_agents.kg.base import Triple, verify_path
 from kg_agents.methods.graph_cot.interaction import (
     EXPLORE_PROMPTS,
     ExploreInteraction,
@@ -260,6 +260,35 @@ def test_answer_from_a_finished_branch_with_verified_paths():
     assert out["evidence"] == ["Splash -> directed_by -> Ron Howard"]
     assert out["trace"][0] == {"node": "answer", "best": "r.1", "how": "finished", "levels": 1, "dropped": []}
     assert not llm.calls  # a finished branch needs no final call
+
+
+@pytest.mark.parametrize("whole_set", [True, False])
+def test_answer_completes_the_set_of_the_best_answers_chain(whole_set):
+    # the walk ended on one of Tom Hanks's films; the question asks for all of them
+    starred = Triple("Big", "starred_actors", "Tom Hanks")
+    finished = {
+        **root_branch(["Tom Hanks"]),
+        "id": "r.1",
+        "triples": [starred],
+        "answers": ["Big"],
+        "done": True,
+    }
+    state = {
+        "question": "which films did [Tom Hanks] star in",
+        "topic_entities": ["Tom Hanks"],
+        "settings": run_settings(_context(whole_set=whole_set)),
+        "finished": [finished],
+        "level": 1,
+    }
+    out = answer(explore_deps(text_chat([])), state)
+    if not whole_set:
+        assert out["answers"] == ["Big"] and "whole_set" not in out["trace"][0]
+        return
+    assert out["answers"][0] == "Big"
+    assert sorted(out["answers"]) == ["Big", "Cast Away", "Forrest Gump", "Splash"]
+    assert {p.end for p in out["paths"]} == set(out["answers"])
+    assert all(verify_path(KG, p) and p.start == "Tom Hanks" for p in out["paths"])
+    assert out["trace"][0]["whole_set"]["added"] == 3
 
 
 def test_answer_spends_one_final_call_when_no_branch_finished():
