@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from kg_agents.kg.base import ARROW, INVERSE_PREFIX, KnowledgeGraph, Path
-from kg_agents.methods.gcr.trie.tree import END, PATH_END, PATH_START, KGTrie, path_sentence
+from kg_agents.methods.gcr.trie.tree import PATH_END, PATH_START, KGTrie, path_sentence, walk_ids
 from kg_agents.untrusted import kg_text
 
 __all__ = ["PathTokenizer", "path_tokenizer", "prepare_labels", "splits_at_spaces"]
@@ -225,8 +225,7 @@ class PathTokenizer:
         ids = cast("dict[str, tuple[int, ...]]", piece)
         start, arrow, end = self.start, self.arrow, self.end
         root = trie.root
-        seq_out, text_out = trie.sequences, trie.texts
-        n_nodes, max_len = trie._nodes, trie.max_len
+        n_nodes = trie._nodes
         index: dict[tuple[int, ...], int] = {}  # hops, as object ids -> the path's position
         # per path: the node its body reached, its body's ids, its text
         at: list[tuple[dict[int, Any], tuple[int, ...], str]] = []
@@ -241,7 +240,7 @@ class PathTokenizer:
                 base = heads.get(e0)
                 if base is None:
                     body = start + ids[e0]
-                    node, made = _walk(root, body)
+                    node, made = walk_ids(root, body)
                     n_nodes += made
                     base = heads[e0] = (node, body, e0)
             else:
@@ -250,7 +249,7 @@ class PathTokenizer:
                     base = at[j]
                 else:  # the parent path is not among the paths before this one
                     body = cast("tuple[int, ...]", self._body(hops[:-1], piece))
-                    node, made = _walk(root, body)
+                    node, made = walk_ids(root, body)
                     n_nodes += made
                     base = (node, body, Path(hops[:-1]).to_text())
             h = hops[-1]
@@ -259,34 +258,17 @@ class PathTokenizer:
             mid = mids.get(mk)
             if mid is None:
                 part = arrow + ids[rel] + arrow
-                node, made = _walk(base[0], part)
+                node, made = walk_ids(base[0], part)
                 n_nodes += made
                 mid = mids[mk] = (node, base[1] + part, base[2] + ARROW + rel + ARROW)
             target = ids[h.target]
-            node = mid[0]
-            for t in target:  # _walk, inlined: this loop runs for every path
-                child = node.get(t)
-                if child is None:
-                    child = node[t] = {}
-                    n_nodes += 1
-                node = child
+            node, made = walk_ids(mid[0], target)
             here = (node, mid[1] + target, mid[2] + h.target)
             at.append(here)
-            for t in end:
-                child = node.get(t)
-                if child is None:
-                    child = node[t] = {}
-                    n_nodes += 1
-                node = child
-            if END in node:  # the same sentence twice
-                continue
-            node[END] = len(text_out)
-            seq = here[1] + end
-            seq_out.append(seq)
-            text_out.append(here[2])
-            if len(seq) > max_len:
-                max_len = len(seq)
-        trie._nodes, trie.max_len = n_nodes, max_len
+            node, made_end = walk_ids(node, end)
+            n_nodes += made + made_end
+            trie._end_at(node, here[1] + end, here[2])
+        trie._nodes = n_nodes
 
     def _encode(
         self, paths: Sequence[Path], piece: dict[str, tuple[int, ...] | None]
@@ -406,18 +388,6 @@ def prepare_labels(kg: KnowledgeGraph, tokenizer: Any, *, batch: int = 4096) -> 
     return pt.tokenized - before
 
 
-def _walk(node: dict[int, Any], ids: Sequence[int]) -> tuple[dict[int, Any], int]:
-    """Walk ``ids`` down from ``node``, adding the nodes missing; the last node and how many were added."""
-    made = 0
-    for t in ids:
-        child = node.get(t)
-        if child is None:
-            child = node[t] = {}
-            made += 1
-        node = child
-    return node, made
-
-
 def _fill(
     trie: KGTrie,
     texts: Sequence[str],
@@ -428,8 +398,7 @@ def _fill(
     """Insert sentences in order, as :meth:`KGTrie._insert` does, walking a composed sentence on from
     the node its parent path's body reached (that body starts its own and was inserted before it)."""
     root = trie.root
-    seq_out, text_out = trie.sequences, trie.texts
-    n_nodes, max_len = trie._nodes, trie.max_len
+    n_nodes = trie._nodes
     at_body: list[tuple[dict[int, Any], int] | None] = [None] * len(seqs)
     for i, (text, seq, blen, parent) in enumerate(zip(texts, seqs, body_len, parents, strict=True)):
         if not seq:
@@ -438,25 +407,11 @@ def _fill(
         if blen >= 0 and parent >= 0:
             node, pos = at_body[parent] or (root, 0)
         if blen >= 0:
-            for t in seq[pos:blen]:
-                child = node.get(t)
-                if child is None:
-                    child = node[t] = {}
-                    n_nodes += 1
-                node = child
+            node, made = walk_ids(node, seq[pos:blen])
+            n_nodes += made
             at_body[i] = (node, blen)
             pos = blen
-        for t in seq[pos:]:
-            child = node.get(t)
-            if child is None:
-                child = node[t] = {}
-                n_nodes += 1
-            node = child
-        if END in node:  # the same sentence twice
-            continue
-        node[END] = len(text_out)
-        seq_out.append(seq)
-        text_out.append(text)
-        if len(seq) > max_len:
-            max_len = len(seq)
-    trie._nodes, trie.max_len = n_nodes, max_len
+        node, made = walk_ids(node, seq[pos:])
+        n_nodes += made
+        trie._end_at(node, seq, text)
+    trie._nodes = n_nodes

@@ -95,6 +95,19 @@ def tokenizer_signature(tokenizer: Any) -> str:
     return h[:16]
 
 
+def walk_ids(node: dict[int, Any], ids: Iterable[int]) -> tuple[dict[int, Any], int]:
+    """Walk ``ids`` down from the trie node ``node``, adding the nodes missing: the last node reached
+    and how many were added."""
+    made = 0
+    for t in ids:
+        child = node.get(t)
+        if child is None:
+            child = node[t] = {}
+            made += 1
+        node = child
+    return node, made
+
+
 @dataclass
 class TrieStats:
     """How a trie was built.
@@ -156,19 +169,20 @@ class KGTrie:
     def _insert(self, seq: tuple[int, ...], text: str) -> None:
         if not seq:
             return
-        node = self.root
-        for t in seq:
-            child = node.get(t)
-            if child is None:
-                child = node[t] = {}
-                self._nodes += 1
-            node = child
-        if END in node:  # the same sentence twice
+        node, made = walk_ids(self.root, seq)
+        self._nodes += made
+        self._end_at(node, seq, text)
+
+    def _end_at(self, node: dict[int, Any], seq: tuple[int, ...], text: str) -> None:
+        """End the path ``seq`` (its text ``text``) at ``node``, the node its last id reached, unless a
+        path ends there already (the same sentence twice)."""
+        if END in node:
             return
         node[END] = len(self.texts)
         self.sequences.append(seq)
         self.texts.append(text)
-        self.max_len = max(self.max_len, len(seq))
+        if len(seq) > self.max_len:
+            self.max_len = len(seq)
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
