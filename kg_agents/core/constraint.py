@@ -18,6 +18,14 @@ chain's answers; :func:`narrow` then looks for the value among the answers' one-
 - **result**: the answers that hold it, in their order; each gets the verified path
   ``answer -> relation -> value`` (``~relation`` when the triple points at the answer).
 
+- **a chain one hop too far**: a walk that went on to the attribute itself ("what did [Steven Spielberg]
+  direct in 1993" answered with the years of his films, "which horror films has [X] been in" with
+  their genres) leaves nothing to narrow. Where no value narrows the answers, :func:`step_back` takes
+  the best answer's verified path of two hops or more from a topic entity, walks its chain less the
+  last hop again from that topic (:func:`~kg_agents.core.conjunction.answer_set`) and narrows those
+  ends as above; if the value found is held by the last hop's relation, the chain went one hop too
+  far, and its answers are those ends, each with its chain and ``end -> relation -> value``.
+
 Bounds: one ``neighbors_many`` call reads the first ``max_read`` answers' neighbours (``fanout``
 triples each) and at most ``max_values`` values are labelled, those more answers hold first; when a
 constraint applies, the answers past ``max_read`` go too (unchecked: the trace counts them).
@@ -40,6 +48,7 @@ from typing import Any
 
 from langgraph.graph import END
 
+from kg_agents.core.conjunction import answer_set, path_relations
 from kg_agents.core.context import run_context
 from kg_agents.core.metering import metered
 from kg_agents.core.records import error_update
@@ -61,6 +70,7 @@ __all__ = [
     "make_constrain_node",
     "mentioned",
     "narrow",
+    "step_back",
 ]
 
 #: The most answers whose neighbours are read.
@@ -102,6 +112,7 @@ class Narrowed:
     unchecked: int = 0
     candidates: int = 0
     values_cut: bool = False
+    stepped_back: bool = False
 
     def trace(self, node: str = CONSTRAINT_NODE) -> dict[str, Any]:
         """The trace step: the value and relation, and how many answers were kept and dropped."""
@@ -114,6 +125,8 @@ class Narrowed:
             step["unchecked"] = self.unchecked
         if self.values_cut:
             step["values_cut"] = True
+        if self.stepped_back:
+            step["stepped_back"] = True
         return step
 
 
@@ -237,17 +250,95 @@ def narrow(
     return out
 
 
+def step_back(
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    answers: Sequence[str],
+    paths: Sequence[Path],
+    *,
+    max_read: int = MAX_READ,
+    fanout: int = FANOUT,
+    max_values: int = MAX_VALUES,
+) -> Narrowed | None:
+    """A chain that went one hop too far, on to the attribute the question constrains, stepped back
+    (see the module): the ends of its chain less the last hop, narrowed by :func:`narrow` where the
+    value it finds is held by that last hop's relation, each with its verified chain from the topic
+    entity and its verified ``end -> relation -> value``. None when the best answer's chain does not
+    end so.
+
+    Args:
+        kg: the knowledge graph.
+        question, topics: the question's text and its topic entities (ids).
+        answers: the method's answers (ids, or labels of the ends of ``paths``), best first; the first
+            with a verified path of two hops or more from a topic entity is the one stepped back from.
+        paths: the method's verified paths.
+        max_read, fanout, max_values: :func:`narrow`'s bounds (``max_read`` also caps the ends of the
+            shorter chain).
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Jaws", "directed_by", "Steven Spielberg"), ("Jaws", "release_year", "1975"),
+        ...                ("Hook", "directed_by", "Steven Spielberg"), ("Hook", "release_year", "1991")])
+        >>> went_on = [Path.from_text("Steven Spielberg -> ~directed_by -> Jaws -> release_year -> 1975")]
+        >>> got = step_back(kg, "what did [Steven Spielberg] direct in 1991", ["Steven Spielberg"],
+        ...                 ["1975"], went_on)
+        >>> got.answers, [p.to_text() for p in got.paths]
+        (['Hook'], ['Steven Spielberg -> ~directed_by -> Hook', 'Hook -> release_year -> 1991'])
+    """
+    starts = set(topics)
+    went = None
+    for a in list(dict.fromkeys(answers))[:max_read]:
+        went = next(
+            (
+                p
+                for p in paths
+                if len(p) >= 2 and p.start in starts and p.end is not None and a in (p.end, _label(kg, p.end))
+            ),
+            None,
+        )
+        if went is not None:
+            break
+    if went is None or went.start is None:
+        return None
+    relations = path_relations(went)
+    shorter = answer_set(kg, {went.start: [relations[:-1]]}, limit=max_read, exclude=topics)
+    if len(shorter.answers) < 2:
+        return None
+    got = narrow(
+        kg, question, topics, shorter.answers, max_read=max_read, fanout=fanout, max_values=max_values
+    )
+    if got.constraint is None or got.constraint.relation != relations[-1]:
+        return None
+    chains = [shorter.support[e][0] for e in got.answers]
+    return Narrowed(
+        answers=[_label(kg, e) for e in got.answers],
+        paths=[p for pair in zip(chains, got.paths, strict=True) for p in pair],
+        constraint=got.constraint,
+        read=got.read,
+        unchecked=got.unchecked,
+        candidates=got.candidates,
+        values_cut=got.values_cut,
+        stepped_back=True,
+    )
+
+
 def constrain_update(
     kg: Any, state: Mapping[str, Any], *, node: str = CONSTRAINT_NODE, **bounds: int
 ) -> dict[str, Any]:
     """A state update narrowing ``state``'s answers by the constraint its question states: the kept
     answers, the method's paths less those that end at a dropped answer plus the constraint's paths,
-    and a trace step. Only the trace step when no constraint applies. ``bounds``: :func:`narrow`'s.
+    and a trace step. Where none narrows the answers, the best answer's chain stepped back
+    (:func:`step_back`): its answers and paths replace the method's. Only the trace step when neither
+    applies. ``bounds``: :func:`narrow`'s.
     """
     answers = list(state.get("answers") or [])
     question, topics = str(state.get("question") or ""), list(state.get("topic_entities") or [])
     got = narrow(kg, question, topics, answers, **bounds)
     if got.constraint is None:
+        back = step_back(kg, question, topics, answers, list(state.get("paths") or []), **bounds)
+        if back is not None:  # the chain went on to the attribute: its answers are the entities before it
+            return {"answers": back.answers, "paths": back.paths, "trace": [back.trace(node)]}
         return {"trace": [got.trace(node)]}
     dropped = set(answers) - set(got.answers)
     paths = [p for p in state.get("paths") or [] if p.end not in dropped]
@@ -267,7 +358,7 @@ def make_constrain_node(
 ) -> Callable[..., dict[str, Any]]:
     """The node a method's graph ends with: :func:`constrain_update` when the run's ``constraint``
     option (the run's context laid over ``defaults``, a method's full context; None: on) is on and
-    there are two answers or more.
+    there are answers (one is stepped back where it is the value, two or more narrowed).
 
     A failed KG call or a bad option is recorded in ``errors`` (not halting) and the answers are kept
     as they were. ``bounds``: :func:`narrow`'s.
@@ -280,7 +371,7 @@ def make_constrain_node(
             on = True if value is None else check_constraint(value)
         except ConfigError as exc:
             return error_update(name, exc)
-        if not on or len(state.get("answers") or []) < 2:  # one answer or none: nothing to narrow
+        if not on or not state.get("answers"):
             return {}
         try:
             return constrain_update(kg, state, node=name, **bounds)

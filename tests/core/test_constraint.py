@@ -13,6 +13,7 @@ from kg_agents.core.constraint import (
     make_constrain_node,
     mentioned,
     narrow,
+    step_back,
 )
 from kg_agents.core.metering import MeteredKG
 from kg_agents.errors import ConfigError, EndpointError
@@ -157,6 +158,57 @@ def test_the_update_keeps_the_kept_answers_paths_and_adds_the_constraints():
     ]
     none = constrain_update(KG, {**state, "question": "what did [Tom Hanks] star in"})
     assert set(none) == {"trace"}
+
+
+def _went_on(end: str, relation: str, value: str) -> Path:
+    return Path.from_text(f"Tom Hanks -> ~starred_actors -> {end} -> {relation} -> {value}")
+
+
+def test_a_chain_that_went_on_to_the_named_value_steps_back_to_the_entities_before_it():
+    # "which [Tom Hanks] films came out in 1988" answered with the years of his films: 1984 the best
+    state = {
+        "question": "which [Tom Hanks] films came out in 1988",
+        "topic_entities": TOPIC,
+        "answers": ["1984", "1988"],
+        "paths": [_went_on("Splash", "release_year", "1984"), _went_on("Big", "release_year", "1988")],
+    }
+    u = constrain_update(KG, state)
+    assert u["answers"] == ["Big"]
+    assert [p.to_text() for p in u["paths"]] == [
+        "Tom Hanks -> ~starred_actors -> Big",
+        "Big -> release_year -> 1988",
+    ]
+    assert all(verify_path(KG, p) for p in u["paths"])
+    step = u["trace"][0]
+    assert step["stepped_back"] is True and (step["value"], step["relation"]) == ("1988", "release_year")
+    # one answer is enough, and the value need not be among the answers (the node runs for one answer)
+    one = constrain_update(KG, {**state, "answers": ["1984"], "paths": state["paths"][:1]})
+    assert one["answers"] == ["Big"]
+    node = make_constrain_node(KG, type("Ctx", (), {"constraint": True})())
+    assert node({**state, "answers": ["1984"], "paths": state["paths"][:1]})["answers"] == ["Big"]
+
+
+def test_no_step_back_where_the_value_is_held_by_another_relation_or_no_path_went_on():
+    went = [_went_on("Splash", "directed_by", "Ron Howard")]
+    # the value 1988 is Big's release year, not a director: the chain's last hop did not go to it
+    assert step_back(KG, "which [Tom Hanks] films came out in 1988", TOPIC, ["Ron Howard"], went) is None
+    # no value named: nothing to step back to
+    assert step_back(KG, "who directed the films of [Tom Hanks]", TOPIC, ["Ron Howard"], went) is None
+    # a one-hop answer, or a path from no topic entity, is not stepped back from
+    short = [Path.from_text("Tom Hanks -> ~starred_actors -> Splash")]
+    assert step_back(KG, "which [Tom Hanks] films came out in 1988", TOPIC, ["Splash"], short) is None
+    assert step_back(KG, "which [Tom Hanks] films came out in 1988", ["Ron Howard"], ["1984"], went) is None
+    # a chain question's answers stay as they are
+    u = constrain_update(
+        KG,
+        {
+            "question": "who directed the films of [Tom Hanks]",
+            "topic_entities": TOPIC,
+            "answers": ["Ron Howard"],
+            "paths": went,
+        },
+    )
+    assert set(u) == {"trace"} and "stepped_back" not in u["trace"][0]
 
 
 def test_the_node_follows_the_option_and_records_a_failed_kg_without_losing_the_answers():
