@@ -176,6 +176,7 @@ def complete_answers(
     *,
     topics: Iterable[str],
     limit: int,
+    read_limit: int | None = None,
 ) -> Completed:
     """A chain question's whole answer set from a method's best answer: the relation chain of the first
     verified path from a topic entity to the best answer that has one, walked again from that topic
@@ -192,6 +193,8 @@ def complete_answers(
             best.
         topics: the question's topic entities: the chain starts at one; they are never answers.
         limit: the most answers returned (and ends read).
+        read_limit: a method's own per-entity read cap: the chain's walk reads at most this many ends
+            (None: ``limit``).
 
     Example:
         >>> from kg_agents.kg.memory import MemoryKG
@@ -212,7 +215,8 @@ def complete_answers(
     if walked is None or walked.start is None or len(out.answers) >= limit:
         return out
     out.start, out.chain = walked.start, path_relations(walked)
-    found = answer_set(kg, {walked.start: [out.chain]}, limit=limit, exclude=starts)
+    reads = limit if read_limit is None else max(1, min(limit, read_limit))
+    found = answer_set(kg, {walked.start: [out.chain]}, limit=reads, exclude=starts)
     out.truncated = found.truncated
     have = {a.casefold() for a in out.answers}
     for e in found.answers:

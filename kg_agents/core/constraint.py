@@ -273,8 +273,8 @@ def step_back(
         answers: the method's answers (ids, or labels of the ends of ``paths``), best first; the first
             with a verified path of two hops or more from a topic entity is the one stepped back from.
         paths: the method's verified paths.
-        max_read, fanout, max_values: :func:`narrow`'s bounds (``max_read`` also caps the ends of the
-            shorter chain).
+        max_read, fanout, max_values: :func:`narrow`'s bounds (the shorter chain's walk reads at most
+            the smaller of ``max_read`` and ``fanout`` ends).
 
     Example:
         >>> from kg_agents.kg.memory import MemoryKG
@@ -302,7 +302,7 @@ def step_back(
     if went is None or went.start is None:
         return None
     relations = path_relations(went)
-    shorter = answer_set(kg, {went.start: [relations[:-1]]}, limit=max_read, exclude=topics)
+    shorter = answer_set(kg, {went.start: [relations[:-1]]}, limit=min(max_read, fanout), exclude=topics)
     if len(shorter.answers) < 2:
         return None
     got = narrow(

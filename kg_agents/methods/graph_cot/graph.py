@@ -74,7 +74,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from kg_agents.core.constraint import end_with_constraint
+from kg_agents.core.constraint import FANOUT, end_with_constraint
 from kg_agents.core.decide import Decide
 from kg_agents.core.factory import setup_method
 from kg_agents.core.models import default_calibrate, runs_adapter
@@ -99,6 +99,7 @@ from kg_agents.methods.graph_cot.nodes import (
     expand,
     merge,
     prepare,
+    read_cap,
     route_evaluate,
     route_expand,
     route_merge,
@@ -164,7 +165,9 @@ def build_graph(deps: GraphCoTDeps, *, checkpointer: Checkpointer = None) -> Gra
     g.add_edge("score", "select")
     g.add_edge("vote", "select")
     g.add_conditional_edges("select", route_expand, ["expand", "answer"])
-    end_with_constraint(g, deps.interaction.kg, deps.defaults, ["walk_topics", "answer"])
+    cap = read_cap(deps.interaction)
+    fanout = {} if cap is None else {"fanout": min(cap, FANOUT)}  # every read keeps to the graph's cap
+    end_with_constraint(g, deps.interaction.kg, deps.defaults, ["walk_topics", "answer"], **fanout)
     compiled = g.compile(checkpointer=checkpointer, name=deps.interaction.name)
     return compiled.with_config(recursion_limit=8 * MAX_LEVELS + 20)
 

@@ -75,6 +75,7 @@ __all__ = [
     "level_candidates",
     "merge",
     "prepare",
+    "read_cap",
     "root_branch",
     "route_evaluate",
     "route_expand",
@@ -114,6 +115,13 @@ class GraphCoTDeps:
 
 
 # --------------------------------------------------------------------------- branches
+def read_cap(method: Any) -> int | None:
+    """The interaction's own per-entity read cap (graph_explore's ``fanout_limit``; None: it has none),
+    which the whole set's walk and the constraint step keep to as well."""
+    cap = getattr(method, "fanout_limit", None)
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+
+
 def root_branch(topic_entities: list[str]) -> dict[str, Any]:
     """The branch a run starts from: no step yet, its paths starting at ``topic_entities``."""
     return {
@@ -561,7 +569,12 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
     if answers and settings.get("whole_set", True):
         # the whole set of the best answer's chain, each added answer with its verified walk
         done = complete_answers(
-            method.kg, answers, candidates, topics=state.get("topic_entities") or [], limit=MAX_ANSWERS
+            method.kg,
+            answers,
+            candidates,
+            topics=state.get("topic_entities") or [],
+            limit=MAX_ANSWERS,
+            read_limit=read_cap(method),
         )
         info.update(done.as_trace(len(answers)))
         answers = done.answers

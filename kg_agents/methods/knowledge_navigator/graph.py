@@ -61,7 +61,7 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
-from kg_agents.core.constraint import end_with_constraint
+from kg_agents.core.constraint import FANOUT, end_with_constraint
 from kg_agents.core.decide import Decide
 from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
 from kg_agents.core.models import default_calibrate, runs_adapter
@@ -371,5 +371,6 @@ def create_knowledge_navigator_graph(
     )
     g.add_conditional_edges("verbalise", end_on_error("reason"), {"reason": "reason", "end": END})
     g.add_conditional_edges("reason", end_on_error("answer"), {"answer": "answer", "end": END})
-    end_with_constraint(g, setup.kg, defaults, ["answer"])
+    # the constraint step's reads keep to the graph's own cap
+    end_with_constraint(g, setup.kg, defaults, ["answer"], fanout=min(fanout_limit, FANOUT))
     return g.compile(checkpointer=checkpointer, name="knowledge_navigator")
