@@ -10,7 +10,8 @@ Example (the vote: hypotheses that name the end of a verified path, the rest dro
     >>> from kg_agents.kg import MemoryKG
     >>> from kg_agents.kg.base import Path, Triple
     >>> kg = MemoryKG([Triple("a", "r", "b"), Triple("a", "s", "c")])
-    >>> deps = SimpleNamespace(kg=kg, general=None, defaults=SimpleNamespace(max_answers=2))  # a stand-in
+    >>> defaults = SimpleNamespace(max_answers=2, whole_set=True)  # a stand-in for GCRContext
+    >>> deps = SimpleNamespace(kg=kg, general=None, defaults=defaults)  # a stand-in for GCRDeps
     >>> decoded = [{"path": "a -> r -> b", "hypothesis": "b"}, {"path": "a -> s -> c", "hypothesis": "c"},
     ...            {"path": "a -> s -> c", "hypothesis": "z"}]
     >>> state = {"question": "q", "decoded": decoded, "topic_entities": ["a"],
