@@ -287,18 +287,17 @@ def step_back(
         (['Hook'], ['Steven Spielberg -> ~directed_by -> Hook', 'Hook -> release_year -> 1991'])
     """
     starts = set(topics)
-    went = None
-    for a in list(dict.fromkeys(answers))[:max_read]:
-        went = next(
-            (
-                p
-                for p in paths
-                if len(p) >= 2 and p.start in starts and p.end is not None and a in (p.end, _label(kg, p.end))
-            ),
-            None,
-        )
-        if went is not None:
-            break
+    ends: dict[str, Path] = {}  # the end of each path of two hops or more from a topic: its first path
+    for p in paths:
+        if len(p) >= 2 and p.start in starts and p.end is not None:
+            ends.setdefault(p.end, p)
+    order = list(dict.fromkeys(answers))[:max_read]
+    went = next((ends[a] for a in order if a in ends), None)
+    if went is None and ends:  # answers given as labels: the ends' labels, one read each
+        by_label: dict[str, Path] = {}
+        for e, p in ends.items():
+            by_label.setdefault(_label(kg, e), p)
+        went = next((by_label[a] for a in order if a in by_label), None)
     if went is None or went.start is None:
         return None
     relations = path_relations(went)
@@ -358,7 +357,7 @@ def make_constrain_node(
 ) -> Callable[..., dict[str, Any]]:
     """The node a method's graph ends with: :func:`constrain_update` when the run's ``constraint``
     option (the run's context laid over ``defaults``, a method's full context; None: on) is on and
-    there are answers (one is stepped back where it is the value, two or more narrowed).
+    there are answers (two or more are narrowed; one too is stepped back, see :func:`step_back`).
 
     A failed KG call or a bad option is recorded in ``errors`` (not halting) and the answers are kept
     as they were. ``bounds``: :func:`narrow`'s.
