@@ -229,7 +229,7 @@ def complete_answers(
         if lab.casefold() not in have:
             have.add(lab.casefold())
             out.answers.append(lab)
-            out.paths.append(found.support[e][0])
+            out.paths.append(walk)
     return out
 
 

@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -310,14 +311,10 @@ def step_back(
     if got.constraint is None or got.constraint.relation != relations[-1]:
         return None
     chains = [shorter.support[e][0] for e in got.answers]
-    return Narrowed(
+    return dataclasses.replace(  # the narrowing as it was, with the chains before the values
+        got,
         answers=[_label(kg, e) for e in got.answers],
         paths=[p for pair in zip(chains, got.paths, strict=True) for p in pair],
-        constraint=got.constraint,
-        read=got.read,
-        unchecked=got.unchecked,
-        candidates=got.candidates,
-        values_cut=got.values_cut,
         stepped_back=True,
     )
 
