@@ -25,10 +25,20 @@ chain's answers; :func:`narrow` then looks for the value among the answers' one-
   last hop again from that topic (:func:`~kg_agents.core.conjunction.answer_set`) and narrows those
   ends as above; if the value found is held by the last hop's relation, the chain went one hop too
   far, and its answers are those ends, each with its chain and ``end -> relation -> value``.
+- **another relation from the topic**: where the chain's answers hold no value and it did not go too
+  far, :func:`step_aside` narrows the topic entities' own neighbours (any relation): "what did [Terence
+  Fisher] direct in 1959" answered with the films he wrote finds the films he directed that year.
+- **a chain one hop short**: where neither finds the value, :func:`step_on` narrows the answers'
+  neighbours ("which horror films feature actors from [Beyond Re-Animator]" answered with the actors
+  finds their horror films), each with the method's path to its answer, one hop on, verified.
 
 Bounds: one ``neighbors_many`` call reads the first ``max_read`` answers' neighbours (``fanout``
 triples each) and at most ``max_values`` values are labelled, those more answers hold first; when a
-constraint applies, the answers past ``max_read`` go too (unchecked: the trace counts them).
+constraint applies, the answers past ``max_read`` go too (unchecked: the trace counts them). The steps
+read the same way: at most ``max_read`` sources (topic entities or answers), ``fanout`` triples each, and
+of their neighbours the first ``max_read`` are narrowed; a source with ``fanout`` triples or more (a
+hub, its neighbours read only in part) is passed over. Within one :func:`constrain_update` a label is
+read once.
 
 Example:
     >>> from kg_agents.kg.memory import MemoryKG
@@ -71,7 +81,9 @@ __all__ = [
     "make_constrain_node",
     "mentioned",
     "narrow",
+    "step_aside",
     "step_back",
+    "step_on",
 ]
 
 #: The most answers whose neighbours are read.
@@ -113,7 +125,7 @@ class Narrowed:
     unchecked: int = 0
     candidates: int = 0
     values_cut: bool = False
-    stepped_back: bool = False
+    stepped: str | None = None
 
     def trace(self, node: str = CONSTRAINT_NODE) -> dict[str, Any]:
         """The trace step: the value and relation, and how many answers were kept and dropped."""
@@ -126,8 +138,8 @@ class Narrowed:
             step["unchecked"] = self.unchecked
         if self.values_cut:
             step["values_cut"] = True
-        if self.stepped_back:
-            step["stepped_back"] = True
+        if self.stepped is not None:
+            step["stepped"] = self.stepped
         return step
 
 
@@ -193,6 +205,7 @@ def narrow(
     max_read: int = MAX_READ,
     fanout: int = FANOUT,
     max_values: int = MAX_VALUES,
+    schema_words: bool = False,
 ) -> Narrowed:
     """The answers that hold a value the question states (see the module); all of them when none
     narrows.
@@ -202,6 +215,8 @@ def narrow(
         question, topics: the question's text and its topic entities (ids).
         answers: the method's answers, best first.
         max_read, fanout, max_values: the bounds (see the module).
+        schema_words: the question's words that name a relation read ("actors" of ``starred_actors``)
+            never name a value either (the steps, which narrow entities the question does not ask for).
 
     Raises:
         ConfigError: a bound below 1.
@@ -229,6 +244,9 @@ def narrow(
     out.values_cut = len(values) > max_values
     topic_labels = [_label(kg, t) for t in topics]
     qwords = _question_words(question, topic_labels)
+    if schema_words:  # a relation's words in the question name the relation, not a value
+        named = {w for rel, _ in holders for w in _words(rel.lstrip("~"))}
+        qwords = [(forms, m or bool(forms & named)) for forms, m in qwords]
     topic_keys = {" ".join(_words(x)) for x in [*topics, *topic_labels]}
     labels: dict[str, tuple[str, str]] = {}  # value -> (its label, its normalised words)
     for v in values[:max_values]:
@@ -287,18 +305,9 @@ def step_back(
         >>> got.answers, [p.to_text() for p in got.paths]
         (['Hook'], ['Steven Spielberg -> ~directed_by -> Hook', 'Hook -> release_year -> 1991'])
     """
-    starts = set(topics)
-    ends: dict[str, Path] = {}  # the end of each path of two hops or more from a topic: its first path
-    for p in paths:
-        if len(p) >= 2 and p.start in starts and p.end is not None:
-            ends.setdefault(p.end, p)
-    order = list(dict.fromkeys(answers))[:max_read]
-    went = next((ends[a] for a in order if a in ends), None)
-    if went is None and ends:  # answers given as labels: the ends' labels, one read each
-        by_label: dict[str, Path] = {}
-        for e, p in ends.items():
-            by_label.setdefault(_label(kg, e), p)
-        went = next((by_label[a] for a in order if a in by_label), None)
+    long = [p for p in paths if len(p) >= 2 and p.start in set(topics)]
+    ends = _ends(kg, list(dict.fromkeys(answers))[:max_read], long)
+    went = next((p for p in ends.values() if p is not None), None)
     if went is None or went.start is None:
         return None
     relations = path_relations(went)
@@ -315,8 +324,176 @@ def step_back(
         got,
         answers=[_label(kg, e) for e in got.answers],
         paths=[p for pair in zip(chains, got.paths, strict=True) for p in pair],
-        stepped_back=True,
+        stepped="back",
     )
+
+
+def _ahead(
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    sources: Sequence[str],
+    *,
+    max_read: int,
+    fanout: int,
+    max_values: int,
+) -> tuple[Narrowed, dict[str, Path]] | None:
+    """:func:`narrow` on the neighbours of ``sources`` (neither a source nor a topic), and for each
+    neighbour its first hop from a source; None when nothing narrows them. A source with ``fanout``
+    triples or more is passed over: what was read of a hub is a cut, not a set to narrow."""
+    sources = list(dict.fromkeys(sources))[:max_read]
+    skip, hop_to = {*topics, *sources}, dict[str, Path]()
+    read = kg.neighbors_many(sources, None, "both", fanout)
+    for s in sources:
+        triples = read.get(s, ())
+        if len(triples) >= fanout:  # a hub: its neighbours read are a cut, not a set to narrow
+            continue
+        for t in triples:
+            x = t.other(s)
+            if x not in skip:
+                hop_to.setdefault(x, Path.from_triples(s, [t]))
+    got = narrow(
+        kg,
+        question,
+        topics,
+        list(hop_to)[:max_read],
+        max_read=max_read,
+        fanout=fanout,
+        max_values=max_values,
+        schema_words=True,
+    )
+    return None if got.constraint is None else (got, hop_to)
+
+
+def _ends(kg: Any, answers: Sequence[str], paths: Sequence[Path]) -> dict[str, Path | None]:
+    """Each answer's entity, an id or the label of a path's end (labels read only when some answer is
+    not an end), with the first of ``paths`` that ends at it (None: none does), in the answers' order."""
+    by_end: dict[str, Path] = {}
+    for p in paths:
+        if p.end is not None:
+            by_end.setdefault(p.end, p)
+    by_label: dict[str, str] = {}
+    if any(a not in by_end for a in answers):  # answers given as labels: the ends' labels, one read each
+        for e in by_end:
+            by_label.setdefault(_label(kg, e), e)
+    out: dict[str, Path | None] = {}
+    for a in answers:
+        e = a if a in by_end else by_label.get(a, a)
+        out.setdefault(e, by_end.get(e))
+    return out
+
+
+def step_aside(
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    answers: Sequence[str],
+    paths: Sequence[Path],
+    *,
+    max_read: int = MAX_READ,
+    fanout: int = FANOUT,
+    max_values: int = MAX_VALUES,
+) -> Narrowed | None:
+    """The topic entities' own neighbours, any relation, narrowed by the value the question states
+    (see the module), for a chain whose answers hold none: each kept neighbour with its verified hop
+    from a topic entity and its verified ``neighbour -> relation -> value``. None when nothing narrows
+    them. ``answers`` and ``paths`` are not read: the step replaces the method's chain.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Jaws", "directed_by", "Steven Spielberg"), ("Jaws", "release_year", "1975"),
+        ...                ("Hook", "directed_by", "Steven Spielberg"), ("Hook", "release_year", "1991"),
+        ...                ("Poltergeist", "written_by", "Steven Spielberg")])
+        >>> got = step_aside(kg, "what did [Steven Spielberg] direct in 1991", ["Steven Spielberg"],
+        ...                  ["Poltergeist"], [])
+        >>> got.answers, [p.to_text() for p in got.paths]
+        (['Hook'], ['Steven Spielberg -> ~directed_by -> Hook', 'Hook -> release_year -> 1991'])
+    """
+    del answers, paths
+    found = _ahead(kg, question, topics, topics, max_read=max_read, fanout=fanout, max_values=max_values)
+    if found is None:
+        return None
+    got, hop_to = found
+    return dataclasses.replace(
+        got,
+        answers=[_label(kg, e) for e in got.answers],
+        paths=[p for e, c in zip(got.answers, got.paths, strict=True) for p in (hop_to[e], c)],
+        stepped="aside",
+    )
+
+
+def step_on(
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    answers: Sequence[str],
+    paths: Sequence[Path],
+    *,
+    max_read: int = MAX_READ,
+    fanout: int = FANOUT,
+    max_values: int = MAX_VALUES,
+) -> Narrowed | None:
+    """A chain one hop short of the entities the question constrains, walked on (see the module): the
+    answers' neighbours narrowed by the value the question states, each with the method's path to its
+    answer (where one ends there) one hop on, and ``neighbour -> relation -> value``, both verified.
+    None when nothing narrows them.
+
+    Args:
+        kg: the knowledge graph.
+        question, topics: the question's text and its topic entities (ids).
+        answers: the method's answers (ids, or labels of the ends of ``paths``), best first; the first
+            ``max_read`` are walked on from.
+        paths: the method's verified paths.
+        max_read, fanout, max_values: :func:`narrow`'s bounds.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Re-Animator", "starred_actors", "Jeffrey Combs"),
+        ...                ("Re-Animator", "has_genre", "Horror"),
+        ...                ("The Frighteners", "starred_actors", "Jeffrey Combs"),
+        ...                ("The Frighteners", "has_genre", "Comedy"),
+        ...                ("Beyond Re-Animator", "starred_actors", "Jeffrey Combs")])
+        >>> short = [Path.from_text("Beyond Re-Animator -> starred_actors -> Jeffrey Combs")]
+        >>> got = step_on(kg, "which horror films feature actors from [Beyond Re-Animator]",
+        ...               ["Beyond Re-Animator"], ["Jeffrey Combs"], short)
+        >>> got.answers
+        ['Re-Animator']
+        >>> for p in got.paths:  # the method's path to the actor, one hop on; the value's triple
+        ...     print(p.to_text())
+        Beyond Re-Animator -> starred_actors -> Jeffrey Combs -> ~starred_actors -> Re-Animator
+        Re-Animator -> has_genre -> Horror
+    """
+    ends = _ends(kg, list(dict.fromkeys(answers))[:max_read], paths)
+    found = _ahead(kg, question, topics, list(ends), max_read=max_read, fanout=fanout, max_values=max_values)
+    if found is None:
+        return None
+    got, hop_to = found
+    chains = []
+    for e in got.answers:
+        hop = hop_to[e]
+        before = ends.get(str(hop.start))
+        chains.append(before.extend(hop.hops[0]) if before is not None and before.start in topics else hop)
+    return dataclasses.replace(
+        got,
+        answers=[_label(kg, e) for e in got.answers],
+        paths=[p for pair in zip(chains, got.paths, strict=True) for p in pair],
+        stepped="on",
+    )
+
+
+class _LabelOnce:
+    """The KG with each entity's label read once (the steps of one update read the same values)."""
+
+    def __init__(self, kg: Any) -> None:
+        self.kg, self.labels = kg, dict[str, str]()
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self.kg, item)
+
+    def label(self, entity: str) -> str:
+        if entity not in self.labels:
+            self.labels[entity] = str(self.kg.label(entity))
+        return self.labels[entity]
 
 
 def constrain_update(
@@ -324,17 +501,20 @@ def constrain_update(
 ) -> dict[str, Any]:
     """A state update narrowing ``state``'s answers by the constraint its question states: the kept
     answers, the method's paths less those that end at a dropped answer plus the constraint's paths,
-    and a trace step. Where none narrows the answers, the best answer's chain stepped back
-    (:func:`step_back`): its answers and paths replace the method's. Only the trace step when neither
-    applies. ``bounds``: :func:`narrow`'s.
+    and a trace step. Where none narrows the answers, the first of :func:`step_back`,
+    :func:`step_aside` and :func:`step_on` that finds the value: its answers and paths replace the
+    method's. Only the trace step when none applies. ``bounds``: :func:`narrow`'s.
     """
+    kg = _LabelOnce(kg)
     answers = list(state.get("answers") or [])
     question, topics = str(state.get("question") or ""), list(state.get("topic_entities") or [])
-    got = narrow(kg, question, topics, answers, **bounds)
+    got = narrow(kg, question, topics, answers, **bounds)  # type: ignore[arg-type]
     if got.constraint is None:
-        back = step_back(kg, question, topics, answers, list(state.get("paths") or []), **bounds)
-        if back is not None:  # the chain went on to the attribute: its answers are the entities before it
-            return {"answers": back.answers, "paths": back.paths, "trace": [back.trace(node)]}
+        paths = list(state.get("paths") or [])
+        for step in (step_back, step_aside, step_on):
+            moved = step(kg, question, topics, answers, paths, **bounds)
+            if moved is not None:  # the value is a hop away from the chain's answers: its ends answer
+                return {"answers": moved.answers, "paths": moved.paths, "trace": [moved.trace(node)]}
         return {"trace": [got.trace(node)]}
     dropped = set(answers) - set(got.answers)
     paths = [p for p in state.get("paths") or [] if p.end not in dropped]

@@ -13,7 +13,9 @@ from kg_agents.core.constraint import (
     make_constrain_node,
     mentioned,
     narrow,
+    step_aside,
     step_back,
+    step_on,
 )
 from kg_agents.core.metering import MeteredKG
 from kg_agents.errors import ConfigError, EndpointError
@@ -180,7 +182,7 @@ def test_a_chain_that_went_on_to_the_named_value_steps_back_to_the_entities_befo
     ]
     assert all(verify_path(KG, p) for p in u["paths"])
     step = u["trace"][0]
-    assert step["stepped_back"] is True and (step["value"], step["relation"]) == ("1988", "release_year")
+    assert step["stepped"] == "back" and (step["value"], step["relation"]) == ("1988", "release_year")
     # one answer is enough, and the value need not be among the answers (the node runs for one answer)
     one = constrain_update(KG, {**state, "answers": ["1984"], "paths": state["paths"][:1]})
     assert one["answers"] == ["Big"]
@@ -208,7 +210,79 @@ def test_no_step_back_where_the_value_is_held_by_another_relation_or_no_path_wen
             "paths": went,
         },
     )
-    assert set(u) == {"trace"} and "stepped_back" not in u["trace"][0]
+    assert set(u) == {"trace"} and "stepped" not in u["trace"][0]
+
+
+SPIELBERG = MemoryKG(
+    [
+        ("Jaws", "directed_by", "Steven Spielberg"),
+        ("Jaws", "release_year", "1975"),
+        ("Hook", "directed_by", "Steven Spielberg"),
+        ("Hook", "release_year", "1991"),
+        ("Poltergeist", "written_by", "Steven Spielberg"),
+        ("Poltergeist", "release_year", "1982"),
+        ("Always", "written_by", "Steven Spielberg"),
+        ("Always", "release_year", "1989"),
+    ]
+)
+
+
+def test_answers_by_another_relation_of_the_topic_step_aside_to_those_that_hold_the_value():
+    # "what did [Steven Spielberg] direct in 1991" answered with the films he wrote: none is of 1991
+    wrote = [Path.from_text(f"Steven Spielberg -> ~written_by -> {f}") for f in ("Poltergeist", "Always")]
+    state = {
+        "question": "what did [Steven Spielberg] direct in 1991",
+        "topic_entities": ["Steven Spielberg"],
+        "answers": ["Poltergeist", "Always"],
+        "paths": wrote,
+    }
+    u = constrain_update(SPIELBERG, state)
+    assert u["answers"] == ["Hook"]
+    assert [p.to_text() for p in u["paths"]] == [
+        "Steven Spielberg -> ~directed_by -> Hook",
+        "Hook -> release_year -> 1991",
+    ]
+    assert all(verify_path(SPIELBERG, p) for p in u["paths"])
+    assert u["trace"][0]["stepped"] == "aside"
+    # the answers hold the value: they are narrowed, and the step does not run
+    kept = constrain_update(SPIELBERG, {**state, "question": "what did [Steven Spielberg] write in 1989"})
+    assert kept["answers"] == ["Always"] and "stepped" not in kept["trace"][0]
+    # no value named: nothing
+    assert step_aside(SPIELBERG, "what did [Steven Spielberg] write", ["Steven Spielberg"], [], []) is None
+
+
+def test_answers_a_hop_short_step_on_to_their_neighbours_that_hold_the_value():
+    # "which films from 1988 star an actor of [Splash]" answered with the actor
+    short = [Path.from_text("Splash -> starred_actors -> Tom Hanks")]
+    state = {
+        "question": "which films from 1988 star an actor of [Splash]",
+        "topic_entities": ["Splash"],
+        "answers": ["Tom Hanks"],
+        "paths": short,
+    }
+    u = constrain_update(KG, state)
+    assert u["answers"] == ["Big"]
+    assert [p.to_text() for p in u["paths"]] == [
+        "Splash -> starred_actors -> Tom Hanks -> ~starred_actors -> Big",
+        "Big -> release_year -> 1988",
+    ]
+    assert all(verify_path(KG, p) for p in u["paths"])
+    assert u["trace"][0]["stepped"] == "on"
+    # an answer no path ends at: its hop alone
+    alone = step_on(KG, state["question"], ["Splash"], ["Tom Hanks"], [])
+    assert alone is not None and alone.paths[0].to_text() == "Tom Hanks -> ~starred_actors -> Big"
+    # a hub (as many triples as the read cap) is passed over: what was read of it is a cut
+    assert step_on(KG, state["question"], ["Splash"], ["Tom Hanks"], short, fanout=4) is None
+    assert step_on(KG, state["question"], ["Splash"], ["Tom Hanks"], short, fanout=5) is not None
+
+
+def test_a_question_word_that_names_a_relation_read_is_no_value_for_the_steps():
+    kg = MemoryKG([*CONTRACT_TRIPLES, ("Big", "has_tags", "actors")])
+    q, films = "which films star the actors of [Splash]", ["Big", "Cast Away", "Forrest Gump"]
+    assert narrow(kg, q, ["Splash"], films).answers == ["Big"]  # the method's own answers: as before
+    assert narrow(kg, q, ["Splash"], films, schema_words=True).constraint is None  # "actors": starred_actors
+    short = [Path.from_text("Splash -> starred_actors -> Tom Hanks")]
+    assert step_on(kg, q, ["Splash"], ["Tom Hanks"], short) is None
 
 
 def test_the_node_follows_the_option_and_records_a_failed_kg_without_losing_the_answers():
