@@ -25,8 +25,9 @@ chain's answers; :func:`narrow` then looks for the value among the answers' one-
   last hop again from that topic (:func:`~kg_agents.core.conjunction.answer_set`) and narrows those
   ends as above; if the value found is held by the last hop's relation, the chain went one hop too
   far, and its answers are those ends, each with its chain and ``end -> relation -> value``.
-- **another relation from the topic**: where the chain's answers hold no value and it did not go too
-  far, :func:`step_aside` narrows the topic entities' own neighbours (any relation): "what did [Terence
+- **another relation from the topic**: where the chain's answers hold no value, it did not go too far
+  and the question has one topic entity (a conjunction's answers need a path from each),
+  :func:`step_aside` narrows the topic entity's own neighbours (any relation): "what did [Terence
   Fisher] direct in 1959" answered with the films he wrote finds the films he directed that year.
 - **a chain one hop short**: where neither finds the value, :func:`step_on` narrows the answers'
   neighbours ("which horror films feature actors from [Beyond Re-Animator]" answered with the actors
@@ -502,8 +503,9 @@ def constrain_update(
     """A state update narrowing ``state``'s answers by the constraint its question states: the kept
     answers, the method's paths less those that end at a dropped answer plus the constraint's paths,
     and a trace step. Where none narrows the answers, the first of :func:`step_back`,
-    :func:`step_aside` and :func:`step_on` that finds the value: its answers and paths replace the
-    method's. Only the trace step when none applies. ``bounds``: :func:`narrow`'s.
+    :func:`step_aside` and :func:`step_on` (these two for one topic entity only: a conjunction's answers
+    need a path from each) that finds the value: its answers and paths replace the method's. Only the
+    trace step when none applies. ``bounds``: :func:`narrow`'s.
     """
     kg = _LabelOnce(kg)
     answers = list(state.get("answers") or [])
@@ -511,7 +513,8 @@ def constrain_update(
     got = narrow(kg, question, topics, answers, **bounds)  # type: ignore[arg-type]
     if got.constraint is None:
         paths = list(state.get("paths") or [])
-        for step in (step_back, step_aside, step_on):
+        steps = (step_back, step_aside, step_on) if len(topics) == 1 else (step_back,)
+        for step in steps:  # a hop away from several topics' walks would be supported by one: not there
             moved = step(kg, question, topics, answers, paths, **bounds)
             if moved is not None:  # the value is a hop away from the chain's answers: its ends answer
                 return {"answers": moved.answers, "paths": moved.paths, "trace": [moved.trace(node)]}

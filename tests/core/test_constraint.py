@@ -247,6 +247,9 @@ def test_answers_by_another_relation_of_the_topic_step_aside_to_those_that_hold_
     # the answers hold the value: they are narrowed, and the step does not run
     kept = constrain_update(SPIELBERG, {**state, "question": "what did [Steven Spielberg] write in 1989"})
     assert kept["answers"] == ["Always"] and "stepped" not in kept["trace"][0]
+    # two topic entities (a conjunction): its answers need a path from each, so neither step runs
+    two = constrain_update(SPIELBERG, {**state, "topic_entities": ["Steven Spielberg", "1982"]})
+    assert set(two) == {"trace"}
     # no value named: nothing
     assert step_aside(SPIELBERG, "what did [Steven Spielberg] write", ["Steven Spielberg"], [], []) is None
 
