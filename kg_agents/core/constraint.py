@@ -306,7 +306,8 @@ def step_back(
         >>> got.answers, [p.to_text() for p in got.paths]
         (['Hook'], ['Steven Spielberg -> ~directed_by -> Hook', 'Hook -> release_year -> 1991'])
     """
-    long = [p for p in paths if len(p) >= 2 and p.start in set(topics)]
+    starts = set(topics)
+    long = [p for p in paths if len(p) >= 2 and p.start in starts]
     ends = _ends(kg, list(dict.fromkeys(answers))[:max_read], long)
     went = next((p for p in ends.values() if p is not None), None)
     if went is None or went.start is None:
