@@ -38,7 +38,7 @@ demo: setup
 	@$(BIN)/kg-agents demo
 
 test: setup setup-servers setup-vllm
-	$(BIN)/python -m pytest -m "not stress"
+	$(BIN)/python -m pytest -m "not stress" --durations=20
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not integration and not server and not vllm and not stress"

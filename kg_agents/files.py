@@ -19,7 +19,9 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +32,7 @@ __all__ = [
     "atomic_target",
     "atomic_write",
     "cache_root",
+    "interrupts_deferred",
     "portable_path",
     "remove_temporaries",
     "safe_name",
@@ -108,6 +111,43 @@ def atomic_target(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Iter
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) while the block runs; raise ``KeyboardInterrupt`` once it has ended.
+
+    For short writes through libraries whose cleanup fails when an interrupt lands inside them
+    (``np.savez_compressed``: the half-open member of its zip file makes ``close`` raise ``ValueError``
+    over the ``KeyboardInterrupt``, and again when the file is collected). Outside the main thread, or
+    while SIGINT has another handler than Python's own, the block runs as it is.
+
+    Example:
+        >>> import os, signal
+        >>> done = []
+        >>> try:
+        ...     with interrupts_deferred():
+        ...         os.kill(os.getpid(), signal.SIGINT)
+        ...         done.append("the block ran to its end")
+        ... except KeyboardInterrupt:
+        ...     done.append("then the interrupt")
+        >>> done
+        ['the block ran to its end', 'then the interrupt']
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:

@@ -45,3 +45,35 @@ def test_a_portable_path_is_package_relative_or_root_relative_or_none(tmp_path):
     assert files.portable_path(mine, root=str(tmp_path / "packs" / "mine")) == "."
     assert files.portable_path(mine) is None and files.portable_path(mine, root=tmp_path / "other") is None
     assert files.portable_path(tmp_path / "a" / ".." / "b", root=tmp_path) == "b"  # resolved first
+
+
+def test_an_interrupt_inside_a_trie_write_is_held_until_the_file_is_whole(tmp_path, monkeypatch):
+    # Ctrl-C inside numpy's zip writer used to surface as a ValueError from its cleanup (a traceback,
+    # exit status 1); held, it ends the run right after the file is renamed into place.
+    import signal
+
+    import numpy as np
+
+    from kg_agents.methods.gcr.trie import tree
+
+    real = np.savez_compressed
+
+    def interrupted_savez(fh, **arrays):
+        os.kill(os.getpid(), signal.SIGINT)  # lands while the writer runs
+        real(fh, **arrays)
+
+    monkeypatch.setattr(tree.np, "savez_compressed", interrupted_savez)
+    trie = tree.KGTrie([[1, 2, 3], [1, 4]], ["a -> r -> b", "a -> s -> c"])
+    with pytest.raises(KeyboardInterrupt):
+        trie.save(tmp_path / "a.npz")
+    monkeypatch.undo()
+    assert tree.KGTrie.load(tmp_path / "a.npz").texts == trie.texts and _leftovers(tmp_path) == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_error_inside_a_held_interrupt_block_restores_ctrl_c(tmp_path):
+    import signal
+
+    with pytest.raises(OSError), files.interrupts_deferred():
+        raise OSError("disk full")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

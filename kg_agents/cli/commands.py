@@ -503,6 +503,19 @@ def interrupted_message(args: argparse.Namespace, argv: Sequence[str]) -> str:
     return "kg-agents: interrupted"
 
 
+def _raised_over_an_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a ``KeyboardInterrupt`` unwound (a library's cleanup failing
+    because Ctrl-C landed inside it): the run was interrupted, whatever the last error says."""
+    seen: set[int] = set()
+    ctx = exc.__context__
+    while ctx is not None and id(ctx) not in seen:
+        if isinstance(ctx, KeyboardInterrupt):
+            return True
+        seen.add(id(ctx))
+        ctx = ctx.__context__
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return the exit status (0 ok, 1 failure while running, 2 bad input, 130 Ctrl-C)."""
     from kg_agents.eval.runner import is_run_level_error
@@ -513,7 +526,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         quiet_loading()
     set_loading_progress(args.verbose)
     try:
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        except Exception as exc:
+            if _raised_over_an_interrupt(exc):
+                raise KeyboardInterrupt from exc
+            raise
     except KeyboardInterrupt:
         sys.stderr.write("\n" + interrupted_message(args, argv) + "\n")
         sys.stderr.flush()

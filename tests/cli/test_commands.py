@@ -513,3 +513,25 @@ def test_ask_gcr_with_a_vllm_decoder_spec_that_is_down(capsys, chat, kg_file):
     assert rc == 1 and url in err and "ModelError" in err
     assert cli.main(["ask", "q", "--method", "gcr", "--kg", kg_file, "--set", "decoder=nope"]) == 2
     assert "unknown decoder spec 'nope'" in capsys.readouterr().err
+
+
+def test_an_error_raised_over_ctrl_c_still_ends_as_interrupted(monkeypatch, capsys):
+    """A library's cleanup that fails while Ctrl-C unwinds (numpy's zip writer raises ValueError over the
+    KeyboardInterrupt) ends the command as interrupted (130), not as a failure with a traceback."""
+
+    def interrupted_in_cleanup(args):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise ValueError("Can't close the ZIP file while there is an open writing handle on it.")
+
+    monkeypatch.setattr(cli, "cmd_methods", interrupted_in_cleanup)
+    assert cli.main(["methods"]) == 130
+    assert capsys.readouterr().err.strip() == "kg-agents: interrupted"
+
+    def plain_failure(args):
+        raise ValueError("not an interrupt")
+
+    monkeypatch.setattr(cli, "cmd_methods", plain_failure)
+    with pytest.raises(ValueError, match="not an interrupt"):
+        cli.main(["methods"])

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from kg_agents.errors import ConfigError, DataFormatError
-from kg_agents.files import atomic_target
+from kg_agents.files import atomic_target, interrupts_deferred
 from kg_agents.kg.base import ARROW, Path
 from kg_agents.untrusted import kg_text
 
@@ -266,7 +266,9 @@ class KGTrie:
             "stats": asdict(self.stats),
             "tokenizer_sig": self.tokenizer_sig,
         }
-        with atomic_target(file, suffix=".npz") as tmp, open(tmp, "wb") as fh:
+        # Ctrl-C is held until the file is whole: an interrupt inside numpy's zip writer turns into a
+        # ValueError from its cleanup (and a second one when the half-closed zip file is collected).
+        with interrupts_deferred(), atomic_target(file, suffix=".npz") as tmp, open(tmp, "wb") as fh:
             np.savez_compressed(
                 fh,
                 tokens=tokens,
