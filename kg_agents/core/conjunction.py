@@ -29,7 +29,7 @@ from typing import Any
 
 from kg_agents.core.chains import walk_chain
 from kg_agents.errors import ConfigError
-from kg_agents.kg.base import Path, verify_path
+from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, verify_path
 
 __all__ = [
     "MAX_TRIES",
@@ -37,11 +37,13 @@ __all__ = [
     "AnswerSet",
     "Meeting",
     "answer_set",
+    "backwards",
     "chain_combinations",
     "complete_answers",
     "from_every_topic",
     "meet",
     "path_relations",
+    "reversed_relations",
     "walk_lengths",
 ]
 
@@ -83,6 +85,8 @@ class AnswerSet:
         support: for each answer, one verified path from each topic entity, in the topics' order.
         ends: for each topic entity, how many ends its walk reached.
         truncated: ``"topic relation/path"`` for each walk whose ends were cut at ``limit``.
+        checked_back: the topic entities whose walk was cut, checked from the other topics' ends (see
+            :func:`answer_set`).
         unverified: ends dropped because a walk to them failed verification.
     """
 
@@ -91,6 +95,7 @@ class AnswerSet:
     ends: dict[str, int] = field(default_factory=dict)
     truncated: list[str] = field(default_factory=list)
     unverified: int = 0
+    checked_back: list[str] = field(default_factory=list)
 
     @property
     def paths(self) -> list[Path]:
@@ -138,16 +143,21 @@ def answer_set(
     out = AnswerSet()
     skip = set(walks) | set(exclude)
     reached: list[dict[str, Path]] = []
+    cut: list[bool] = []
     for topic, paths in walks.items():
         ends: dict[str, Path] = {}
+        cut.append(False)
         for relations in dict.fromkeys(tuple(r) for r in paths):
             w = walk_chain(kg, [topic], list(relations), limit=limit)
             out.truncated.extend(w.truncated)
+            cut[-1] = cut[-1] or bool(w.truncated)
             for p in w.paths:
                 if p.end is not None and p.end not in skip:
                     ends.setdefault(p.end, p)
         out.ends[topic] = len(ends)
         reached.append(ends)
+    if 0 < sum(cut) < len(cut):  # a hub's walk (a genre's films) was cut: check it from the other side
+        _check_back(kg, walks, reached, cut, limit, out)
     common = [e for e in reached[0] if all(e in r for r in reached[1:])]
     for e in common:
         support = [r[e] for r in reached]
@@ -158,6 +168,57 @@ def answer_set(
     lead = [e for e in dict.fromkeys(first) if e in out.support]
     out.answers = lead + [e for e in out.support if e not in set(lead)]
     return out
+
+
+def reversed_relations(relations: Sequence[str]) -> list[str]:
+    """The relation path walked the other way: last hop first, each hop's direction turned.
+
+    Example:
+        >>> reversed_relations(["~starred", "directed_by"])
+        ['~directed_by', 'starred']
+    """
+    return [
+        r[len(INVERSE_PREFIX) :] if r.startswith(INVERSE_PREFIX) else INVERSE_PREFIX + r
+        for r in reversed(relations)
+    ]
+
+
+def backwards(path: Path) -> Path:
+    """``path`` walked from its end to its start (the same triples).
+
+    Example:
+        >>> backwards(Path.from_text("Horror -> ~has_genre -> Dracula")).to_text()
+        'Dracula -> has_genre -> Horror'
+    """
+    return Path(tuple(Hop(h.target, h.relation, h.source, not h.inverse) for h in reversed(path.hops)))
+
+
+def _check_back(
+    kg: Any,
+    walks: Mapping[str, Sequence[Sequence[str]]],
+    reached: list[dict[str, Path]],
+    cut: list[bool],
+    limit: int,
+    out: AnswerSet,
+) -> None:
+    """Where a topic's walk was cut at ``limit`` (a genre's films, a year's), the ends that every uncut
+    walk reached are walked back along that topic's relation paths: each that reaches the topic gets the
+    reversed walk as its path from it. A hub's thousands of ends are never read, and an answer among them
+    past the cut is still found."""
+    whole = [i for i, c in enumerate(cut) if not c]
+    candidates = [e for e in reached[whole[0]] if all(e in reached[i] for i in whole[1:])]
+    for i, (topic, paths) in enumerate(walks.items()):
+        if not cut[i]:
+            continue
+        out.checked_back.append(topic)
+        for relations in dict.fromkeys(tuple(r) for r in paths):
+            missing = [e for e in candidates if e not in reached[i]]
+            if not missing:
+                break
+            back = walk_chain(kg, missing, reversed_relations(relations), limit=limit)
+            for p in back.paths:
+                if p.end == topic and p.start is not None and p.start not in reached[i]:
+                    reached[i][p.start] = backwards(p)
 
 
 @dataclass

@@ -151,3 +151,60 @@ def test_a_walk_that_passes_a_node_twice_adds_no_answer():
     walked = Path.from_text("Moon -> written_by -> Al -> ~written_by -> Sun -> written_by -> Bea")
     got = complete_answers(kg, ["Bea"], {"Bea": [walked]}, topics=["Moon"], limit=100)
     assert got.answers == ["Bea"]  # Al is an end only by Al -> Sun -> Al
+
+
+def _hub_kg() -> MemoryKG:
+    """A genre with 30 films (a hub at a read cap of 10), two of them by one director, the last ones."""
+    triples = [(f"Film {i:02d}", "has_genre", "Horror") for i in range(30)]
+    triples += [
+        ("Film 28", "directed_by", "Tod"),
+        ("Film 29", "directed_by", "Tod"),
+        ("Other", "directed_by", "Tod"),
+    ]
+    triples += [("Film 29", "starred_actors", "Lon"), ("Film 05", "starred_actors", "Lon")]
+    return MemoryKG(triples)
+
+
+@pytest.mark.parametrize("wrap", [lambda kg: kg, HopByHopKG], ids=["chain queries", "hop by hop"])
+def test_a_hub_walk_cut_at_the_limit_is_checked_from_the_other_walks_ends(wrap):
+    """Horror's first 10 films hold none of Tod's; walked back from Tod's films, two reach Horror."""
+    hub = _hub_kg()
+    kg = wrap(hub)
+    got = answer_set(kg, {"Horror": [["~has_genre"]], "Tod": [["~directed_by"]]}, limit=10)
+    assert got.truncated == ["Horror ~has_genre"] and got.checked_back == ["Horror"]
+    assert sorted(got.answers) == ["Film 28", "Film 29"] and got.unverified == 0
+    assert [p.to_text() for p in got.support["Film 29"]] == [
+        "Horror -> ~has_genre -> Film 29",
+        "Tod -> ~directed_by -> Film 29",
+    ]
+    assert all(verify_path(hub, p) for p in got.paths)
+    # none checked back when no walk is cut, or when every walk is
+    assert (
+        answer_set(kg, {"Horror": [["~has_genre"]], "Tod": [["~directed_by"]]}, limit=100).checked_back == []
+    )
+    both_cut = answer_set(kg, {"Horror": [["~has_genre"]], "Tod": [["~directed_by"]]}, limit=2)
+    assert both_cut.checked_back == [] and both_cut.answers == []
+
+
+def test_a_cut_walk_of_two_hops_is_walked_back_hop_by_hop():
+    """Read hop by hop, Horror's films are cut at 5 before their directors are read: Tod is reached only
+    walking back from the other topic's end."""
+    hub = _hub_kg()
+    got = answer_set(HopByHopKG(hub), {"Horror": [["~has_genre", "directed_by"]], "Other": [["directed_by"]]}, limit=5)
+    assert got.checked_back == ["Horror"] and got.answers == ["Tod"]
+    assert [p.to_text() for p in got.support["Tod"]] == [
+        "Horror -> ~has_genre -> Film 28 -> directed_by -> Tod",
+        "Other -> directed_by -> Tod",
+    ]
+    assert all(verify_path(hub, p) for p in got.paths)
+
+
+def test_reversed_relations_and_backwards_paths_are_the_same_triples():
+    from kg_agents.core.conjunction import backwards, reversed_relations
+
+    p = Path.from_text("Tom Hanks -> ~starred_actors -> Splash -> directed_by -> Ron Howard")
+    b = backwards(p)
+    assert b.to_text() == "Ron Howard -> ~directed_by -> Splash -> starred_actors -> Tom Hanks"
+    assert set(b.triples) == set(p.triples) and verify_path(KG, b)
+    assert reversed_relations(path_relations(p)) == path_relations(b)
+    assert backwards(b) == p
