@@ -190,7 +190,9 @@ def test_a_cut_walk_of_two_hops_is_walked_back_hop_by_hop():
     """Read hop by hop, Horror's films are cut at 5 before their directors are read: Tod is reached only
     walking back from the other topic's end."""
     hub = _hub_kg()
-    got = answer_set(HopByHopKG(hub), {"Horror": [["~has_genre", "directed_by"]], "Other": [["directed_by"]]}, limit=5)
+    got = answer_set(
+        HopByHopKG(hub), {"Horror": [["~has_genre", "directed_by"]], "Other": [["directed_by"]]}, limit=5
+    )
     assert got.checked_back == ["Horror"] and got.answers == ["Tod"]
     assert [p.to_text() for p in got.support["Tod"]] == [
         "Horror -> ~has_genre -> Film 28 -> directed_by -> Tod",

@@ -76,7 +76,11 @@ def reason_conjunction(
     trace: dict[str, Any] = {"node": "reason", "conjunction": True, "walks_from": ranked}
     meeting = meet(deps.kg, ranked, top_m=1, limit=WALK_LIMIT) if len(ranked) == len(topics) else None
     found = meeting.found if meeting else None
-    trace.update(met=found is not None, tries=meeting.tries if meeting else 0)
+    trace.update(
+        met=found is not None,
+        tries=meeting.tries if meeting else 0,
+        checked_back=found.checked_back if found else [],
+    )
     if found is None:
         err = error_record("reason", NO_MEETING, type="NoMeeting")
         return {"answers": [], "paths": [], "trace": [trace], "errors": [err]}

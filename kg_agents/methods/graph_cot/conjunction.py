@@ -103,6 +103,7 @@ def walk_topics(deps: Any, state: Mapping[str, Any]) -> dict[str, Any]:
         "tries": meeting.tries if meeting else 0,
         "ends": found.ends if found else {},
         "fanout_truncated": found.truncated if found else [],
+        "checked_back": found.checked_back if found else [],
     }
     if found is None:
         err = error_record("walk_topics", NO_MEETING, type="NoMeeting")

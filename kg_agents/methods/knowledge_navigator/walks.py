@@ -178,6 +178,7 @@ def walk_topics(deps: Any, state: Mapping[str, Any], runtime: Runtime[Any] | Non
             "ends": got.ends if got else {},
             "answers": len(support),
             "fanout_truncated": got.truncated if got else [],
+            "checked_back": got.checked_back if got else [],
         }
     )
     update: dict[str, Any] = {

@@ -171,3 +171,26 @@ def test_a_conjunction_with_a_constraint_keeps_the_meetings_answers_that_hold_th
     assert sorted(off["answers"]) == ["Cast Away", "Forrest Gump"] and len(off["paths"]) == 4
     with pytest.raises(ConfigError, match="constraint"):
         factory(kg, llm=FakeChat(), constraint="on")
+
+
+def _genre_kg() -> MemoryKG:
+    """A genre with 130 films, a director's 2 horror films the last of them: past graph_agent's read cap
+    of 100 (graph_explore's is an option, 50 by default)."""
+    triples = [(f"Film {i:03d}", "has_genre", "Horror") for i in range(130)]
+    triples += [
+        ("Film 128", "directed_by", "Tod"),
+        ("Film 129", "directed_by", "Tod"),
+        ("Other", "directed_by", "Tod"),
+    ]
+    return MemoryKG(triples)
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=["explore", "agent"])
+def test_a_genre_cut_at_the_read_cap_is_checked_from_the_directors_films(factory):
+    kg = _genre_kg()
+    q = {"question": "[Tod]'s [Horror] pictures?", "topic_entities": ["Tod", "Horror"]}
+    out = factory(kg, llm=FakeChat(logprobs=_in_order), hops=1).invoke(q)
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    assert walk["met"] is True and walk["checked_back"] == ["Horror"]
+    assert sorted(out["answers"]) == ["Film 128", "Film 129"] and not out.get("errors")
+    assert all(verify_path(kg, p) for p in out["paths"]) and len(out["paths"]) == 4

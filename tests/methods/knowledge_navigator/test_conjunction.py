@@ -196,3 +196,14 @@ def test_local_model_narrows_a_metaqa_whole_constraint_question():
     assert sorted(out["answers"]) == sorted(q.answers)  # Spielberg's films of 1993
     for a in out["answers"]:
         assert any(p.to_text() == f"{a} -> release_year -> 1993" for p in out["paths"])
+
+
+def test_a_genre_cut_at_the_read_cap_is_checked_from_the_directors_films():
+    triples = [(f"Film {i:02d}", "has_genre", "Horror") for i in range(30)]
+    kg = MemoryKG([*triples, ("Film 28", "directed_by", "Tod"), ("Film 29", "directed_by", "Tod")])
+    _, g = _graph(kg, hop_classifier=FakeHops(1), fanout_limit=10)
+    out = g.invoke({"question": "[Tod]'s [Horror] pictures?", "topic_entities": ["Tod", "Horror"]})
+    walk = next(t for t in out["trace"] if t["node"] == "walk_topics")
+    assert walk["met"] is True and walk["checked_back"] == ["Horror"]
+    assert sorted(out["answers"]) == ["Film 28", "Film 29"] and not out.get("errors")
+    assert all(verify_path(kg, p) for p in out["paths"])
