@@ -33,7 +33,6 @@ from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, verify_path
 
 __all__ = [
     "MAX_TRIES",
-    "WIDER_WALK",
     "AnswerSet",
     "Meeting",
     "answer_set",
@@ -44,35 +43,10 @@ __all__ = [
     "meet",
     "path_relations",
     "reversed_relations",
-    "walk_lengths",
 ]
 
 #: The most combinations of relation paths :func:`meet` walks before it gives up.
 MAX_TRIES = 25
-#: How deep a conjunction's walks go when those of the question's predicted depth do not meet (see
-#: :func:`walk_lengths`).
-WIDER_WALK = 2
-
-
-def walk_lengths(hops: int) -> list[list[int]]:
-    """The walk lengths a conjunction's chains are ranked at, in turn: 1 to ``hops``, then, when those
-    walks do not meet and ``hops`` is below :data:`WIDER_WALK`, 1 to ``WIDER_WALK``.
-
-    A method's depth (a hop classifier's, trained on chain questions) says how far one chain goes; a
-    conjunction's is the longest of its topics' walks, which such a classifier often reads a hop short
-    ("which films by the director of [X] star [Y]": two hops from X, one from Y, read as one). The wider
-    round runs only where the walks of the predicted depth found no answer: an answer must be reached from
-    every topic entity, so the deeper walks change no question that already has one.
-
-    Example:
-        >>> walk_lengths(1), walk_lengths(2), walk_lengths(3)
-        ([[1], [1, 2]], [[1, 2]], [[1, 2, 3]])
-    """
-    hops = max(1, int(hops))
-    rounds = [list(range(1, hops + 1))]
-    if hops < WIDER_WALK:
-        rounds.append(list(range(1, WIDER_WALK + 1)))
-    return rounds
 
 
 @dataclass

@@ -7,11 +7,10 @@ end of a chain from every topic entity. On the ranked route, a question with sev
 entity, the relation chains of 1 hop up to the walk's length (``hops``; 2 where the chain would decide)
 are ranked against the whole question (the ``explore_plan_relations`` prompt, as a chain question's plan
 is), and :func:`~kg_agents.core.conjunction.meet` walks the best chain of each, then the next
-combinations, the best ranks first, until the walks meet (when a walk length of 1 finds no meeting, the
-chains of 1 and 2 hops are ranked and walked once more: :func:`~kg_agents.core.conjunction.walk_lengths`).
-Every entity where they meet is an answer, ranked best first by the ``final_answer`` prompt over the
-supporting paths, each with one verified path from each topic entity. When no combination meets, the
-question has no answer (a ``NoMeeting`` error): an answer must be reached from every topic entity.
+combinations, the best ranks first, until the walks meet. Every entity where they meet is an answer,
+ranked best first by the ``final_answer`` prompt over the supporting paths, each with one verified path
+from each topic entity. When no combination meets, the question has no answer (a ``NoMeeting`` error):
+an answer must be reached from every topic entity.
 
 Example:
     >>> conjunction_route({"topic_entities": ["A", "B"]}, {"decide": "rank", "conjunction": True})
@@ -25,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kg_agents.core.conjunction import meet, walk_lengths
+from kg_agents.core.conjunction import meet
 from kg_agents.core.decide import rank
 from kg_agents.core.metering import metered
 from kg_agents.core.nodes import verified_paths_update
@@ -78,20 +77,17 @@ def walk_topics(deps: Any, state: Mapping[str, Any]) -> dict[str, Any]:
     question = state["question"]
     settings = state.get("settings") or {}
     topics = list(dict.fromkeys(state.get("topic_entities") or []))
+    lengths = list(range(1, int(settings.get("walk_hops") or WALK_HOPS) + 1))
     trace: list[dict[str, Any]] = []
-    meeting = None
+    ranked: dict[str, list[list[str]]] = {}
     try:
-        for lengths in walk_lengths(int(settings.get("walk_hops") or WALK_HOPS)):
-            ranked: dict[str, list[list[str]]] = {}
-            for t in topics:
-                chains, info = method.rank_chains(question, [t], lengths)
-                trace.append({"node": "rank_chains", "topic": t, "hops": lengths, **info})
-                if chains:
-                    ranked[t] = chains[:CHAINS_KEPT]
-            limit = int(getattr(method, "fanout_limit", 100))
-            meeting = meet(method.kg, ranked, top_m=1, limit=limit) if len(ranked) == len(topics) else None
-            if meeting and meeting.found:
-                break
+        for t in topics:
+            chains, info = method.rank_chains(question, [t], lengths)
+            trace.append({"node": "rank_chains", "topic": t, "hops": lengths, **info})
+            if chains:
+                ranked[t] = chains[:CHAINS_KEPT]
+        limit = int(getattr(method, "fanout_limit", 100))
+        meeting = meet(method.kg, ranked, top_m=1, limit=limit) if len(ranked) == len(topics) else None
     except KGAgentsError as exc:
         failed = error_update("walk_topics", exc, halted=isinstance(exc, KGError))
         return {"answers": [], "paths": [], **failed, "trace": [*trace, *failed["trace"]]}

@@ -9,13 +9,10 @@ ranked against the whole question (each question variant votes, as for a chain q
 entities every topic's walk reaches, each with one verified path from each topic entity. When they do not
 meet, the next combinations of each topic's ranked chains are tried, the best ranks first
 (:func:`~kg_agents.core.conjunction.meet`: which relation of the question belongs to which topic entity is
-what a small model most often gets wrong); when none meets at a depth of 1, the chains of 1 and 2 hops
-are ranked and walked once more (:func:`~kg_agents.core.conjunction.walk_lengths`: a classifier trained
-on chain questions reads "the films by the director of [X] that star [Y]" as one hop). When none meets
-(traced as ``met: false``), the question has no answer (a ``NoMeeting`` error): an answer must be
-reached from every topic entity. With ``conjunction_fallback`` it falls back to the first topic entity's
-walk alone, whose answers then have a path from that topic only. The reasoning step ranks the answers as
-it ranks a chain question's.
+what a small model most often gets wrong). When none meets (traced as ``met: false``), the question has no
+answer (a ``NoMeeting`` error): an answer must be reached from every topic entity. With
+``conjunction_fallback`` it falls back to the first topic entity's walk alone, whose answers then have a
+path from that topic only. The reasoning step ranks the answers as it ranks a chain question's.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kg_agents.core.chains import chain_example, chain_text, relation_chains, relation_path
-from kg_agents.core.conjunction import MAX_TRIES, answer_set, meet, walk_lengths
+from kg_agents.core.conjunction import MAX_TRIES, answer_set, meet
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import rank
 from kg_agents.core.metering import metered
@@ -136,24 +133,22 @@ def walk_topics(deps: Any, state: Mapping[str, Any], runtime: Runtime[Any] | Non
     voters = [state["question"], *(state.get("variants") or [])]
     weights = [ctx.original_weight] + [ctx.variant_weight] * (len(voters) - 1)
     calls = state.get("retrieval_llm_calls", 0)
+    lengths = list(range(1, int(state.get("hops", 1)) + 1))
     trace: list[dict[str, Any]] = []
-    for lengths in walk_lengths(int(state.get("hops", 1))):  # the predicted depth, then once deeper
-        ranked: dict[str, list[list[str]]] = {}  # per topic: the kept chains, then the runners-up
-        for t in topics:
-            info, chains, calls = rank_chains(
-                deps, ctx, state, voters, weights, calls, starts=[t], lengths=lengths, more=RUNNERS_UP
-            )
-            trace.append({**info, "topic": t})
-            if info.get("budget_hit"):
-                stop = f"max_llm_calls={ctx.max_llm_calls} reached ranking the relation chains of {t}"
-                return {"trace": trace, "retrieval_llm_calls": calls, "stop_reason": stop, "conjunction": {}}
-            if chains:
-                ranked[t] = [relation_path(tuple((r, d) for r, d in c)) for c in chains]
-        met = len(ranked) == len(topics) and len(ranked) > 0
-        meeting = meet(deps.kg, ranked, top_m=ctx.top_m, limit=deps.fanout_limit) if met else None
-        got = meeting.found if meeting else None
-        if got is not None:
-            break
+    ranked: dict[str, list[list[str]]] = {}  # per topic: the kept chains, then the runners-up
+    for t in topics:
+        info, chains, calls = rank_chains(
+            deps, ctx, state, voters, weights, calls, starts=[t], lengths=lengths, more=RUNNERS_UP
+        )
+        trace.append({**info, "topic": t})
+        if info.get("budget_hit"):
+            stop = f"max_llm_calls={ctx.max_llm_calls} reached ranking the relation chains of {t}"
+            return {"trace": trace, "retrieval_llm_calls": calls, "stop_reason": stop, "conjunction": {}}
+        if chains:
+            ranked[t] = [relation_path(tuple((r, d) for r, d in c)) for c in chains]
+    met = len(ranked) == len(topics) and len(ranked) > 0
+    meeting = meet(deps.kg, ranked, top_m=ctx.top_m, limit=deps.fanout_limit) if met else None
+    got = meeting.found if meeting else None
     walks = meeting.walks if meeting else {}
     tries = meeting.tries if meeting else 0
     fallback = False
