@@ -123,7 +123,10 @@ def interrupts_deferred() -> Iterator[None]:
     while SIGINT has another handler than Python's own, the block runs as it is.
 
     Example:
+        With Python's own SIGINT handler, as in a terminal (a job started in the background ignores SIGINT):
+
         >>> import os, signal
+        >>> previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         >>> done = []
         >>> try:
         ...     with interrupts_deferred():
@@ -133,6 +136,7 @@ def interrupts_deferred() -> Iterator[None]:
         ...     done.append("then the interrupt")
         >>> done
         ['the block ran to its end', 'then the interrupt']
+        >>> _ = signal.signal(signal.SIGINT, previous)
     """
     if (
         threading.current_thread() is not threading.main_thread()

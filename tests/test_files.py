@@ -47,7 +47,20 @@ def test_a_portable_path_is_package_relative_or_root_relative_or_none(tmp_path):
     assert files.portable_path(tmp_path / "a" / ".." / "b", root=tmp_path) == "b"  # resolved first
 
 
-def test_an_interrupt_inside_a_trie_write_is_held_until_the_file_is_whole(tmp_path, monkeypatch):
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test (a job started in the background inherits SIGINT ignored,
+    and Python then installs none), the process's own afterwards."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_inside_a_trie_write_is_held_until_the_file_is_whole(
+    tmp_path, monkeypatch, python_sigint
+):
     # Ctrl-C inside numpy's zip writer used to surface as a ValueError from its cleanup (a traceback,
     # exit status 1); held, it ends the run right after the file is renamed into place.
     import signal
@@ -71,7 +84,7 @@ def test_an_interrupt_inside_a_trie_write_is_held_until_the_file_is_whole(tmp_pa
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_an_error_inside_a_held_interrupt_block_restores_ctrl_c(tmp_path):
+def test_an_error_inside_a_held_interrupt_block_restores_ctrl_c(tmp_path, python_sigint):
     import signal
 
     with pytest.raises(OSError), files.interrupts_deferred():
