@@ -103,7 +103,10 @@ def answer_set(
         walks: ``{topic entity: the relation paths of its walk}`` (one or more, ``~relation`` for a hop
             walked backwards); a topic's ends are the union of its paths' ends. One topic: the whole
             answer set of its chain(s); several: their conjunction.
-        limit: the most ends read per topic and relation path (the cut is in ``truncated``).
+        limit: the most ends read per topic and relation path (the cut is in ``truncated``). Where one
+            topic's walk is cut and another's is not, the ends every uncut walk reached are walked back
+            along the cut walk's relation paths instead (``checked_back``): an answer past a hub's cut
+            is still found.
         first: entities to put first, in this order, where they are answers (a method's best ones).
         exclude: entities that are never answers (the topic entities are never answers either).
 
