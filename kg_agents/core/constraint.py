@@ -483,11 +483,14 @@ def step_on(
     )
 
 
-class _LabelOnce:
-    """The KG with each entity's label read once (the steps of one update read the same values)."""
+class _ReadOnce:
+    """The KG with each entity's label, and its neighbours under one (relation, direction, limit), read
+    once: the steps of one update read the same values, and :func:`step_on` walks on from the answers
+    whose neighbours :func:`narrow` has just read."""
 
     def __init__(self, kg: Any) -> None:
         self.kg, self.labels = kg, dict[str, str]()
+        self.neighbours: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self.kg, item)
@@ -496,6 +499,21 @@ class _LabelOnce:
         if entity not in self.labels:
             self.labels[entity] = str(self.kg.label(entity))
         return self.labels[entity]
+
+    def neighbors_many(
+        self,
+        entities: Sequence[str],
+        relation: str | None = None,
+        direction: str = "out",
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        memo = self.neighbours.setdefault((relation, direction, limit), {})
+        wanted = list(dict.fromkeys(entities))
+        missing = [e for e in wanted if e not in memo]
+        if missing:
+            got = self.kg.neighbors_many(missing, relation, direction, limit)
+            memo.update({e: got.get(e, ()) for e in missing})
+        return {e: memo[e] for e in wanted}
 
 
 def constrain_update(
@@ -508,7 +526,7 @@ def constrain_update(
     need a path from each) that finds the value: its answers and paths replace the method's. Only the
     trace step when none applies. ``bounds``: :func:`narrow`'s.
     """
-    kg = _LabelOnce(kg)
+    kg = _ReadOnce(kg)
     answers = list(state.get("answers") or [])
     question, topics = str(state.get("question") or ""), list(state.get("topic_entities") or [])
     got = narrow(kg, question, topics, answers, **bounds)  # type: ignore[arg-type]

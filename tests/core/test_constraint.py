@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kg_agents.core.constraint import (
+    FANOUT,
     constrain_update,
     end_with_constraint,
     make_constrain_node,
@@ -277,6 +278,34 @@ def test_answers_a_hop_short_step_on_to_their_neighbours_that_hold_the_value():
     # a hub (as many triples as the read cap) is passed over: what was read of it is a cut
     assert step_on(KG, state["question"], ["Splash"], ["Tom Hanks"], short, fanout=4) is None
     assert step_on(KG, state["question"], ["Splash"], ["Tom Hanks"], short, fanout=5) is not None
+
+
+class _CountingKG(MemoryKG):
+    """A MemoryKG that records each entity whose neighbours it is asked for, by the read's options."""
+
+    def __init__(self, triples):
+        super().__init__(triples)
+        self.asked: list[tuple[str, Any, str, Any]] = []
+
+    def neighbors_many(self, entities, relation=None, direction="out", limit=None):
+        self.asked += [(e, relation, direction, limit) for e in dict.fromkeys(entities)]
+        return super().neighbors_many(entities, relation, direction, limit)
+
+
+def test_one_update_reads_each_entitys_neighbours_once():
+    # two actors of Splash: narrow reads their neighbours and nothing narrows; step_on walks on from the
+    # same two, read once, to Big (1988)
+    kg = _CountingKG([*CONTRACT_TRIPLES, ("Splash", "starred_actors", "Daryl Hannah")])
+    state = {
+        "question": "which films from 1988 star an actor of [Splash]",
+        "topic_entities": ["Splash"],
+        "answers": ["Tom Hanks", "Daryl Hannah"],
+        "paths": [Path.from_text(f"Splash -> starred_actors -> {a}") for a in ("Tom Hanks", "Daryl Hannah")],
+    }
+    u = constrain_update(kg, state)
+    assert u["answers"] == ["Big"] and u["trace"][0]["stepped"] == "on"
+    assert [a for a in kg.asked if a[0] == "Tom Hanks"] == [("Tom Hanks", None, "both", FANOUT)]
+    assert len(kg.asked) == len(set(kg.asked))
 
 
 def test_a_question_word_that_names_a_relation_read_is_no_value_for_the_steps():
