@@ -6,7 +6,8 @@ second topic). :func:`fill_form` puts each topic's label in the brackets, as eve
 
 Generic forms come from the relation names alone (:func:`humanise`): an IRI's local name, a Freebase
 id's last part (its type part, ``person`` in ``people.person.spouse``, names what the triple's head is),
-camelCase, ``_``, ``-`` and ``.`` read as spaces. A name reads as one of three shapes:
+camelCase, ``_``, ``-`` and ``.`` read as spaces (Freebase's plural ``_s``, as in ``spouse_s``, as an
+``s``). A name reads as one of three shapes:
 
 - ``noun``: ``genre``, ``release year``, ``has genre`` (``has`` dropped), ``in language`` (a leading
   preposition dropped): "what is the genre of [X]?", "which entities have [X] as their genre?";
@@ -106,6 +107,8 @@ class RelationWords:
 def _words(name: str) -> str:
     name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
     name = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", " ", name)
+    # Freebase writes a plural as ``_s`` after the noun (``spouse_s``, ``place_s_lived``)
+    name = re.sub(r"(?<=[a-z])_s(?=$|_)", "s", name)
     return " ".join(re.sub(r"[._\-\s]+", " ", name).lower().split())
 
 
