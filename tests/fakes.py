@@ -11,7 +11,8 @@ message's text and the options returning one score per option) it also scores op
 ranking (:func:`kg_agents.llm.ranking.rank_options`), as a logprob-capable engine does; without it,
 ranking falls back to structured output / generate-and-match on its replies. Every call is recorded
 (``prompts``, ``messages``, ``calls`` per rule key or ``"replies"``/``"default"``/``"logprobs"``) and
-carries ``usage_metadata`` (words in and out).
+carries ``usage_metadata`` (words in and out); each call's options (``max_tokens``, ``temperature``, ...) are
+recorded in ``options``.
 
 Example:
     >>> llm = FakeChat(rules=[("Question", "Answer: Ron Howard")])
@@ -52,6 +53,7 @@ class FakeChat(BaseChatModel):
     _calls: Counter[str] = PrivateAttr(default_factory=Counter)
     _prompts: list[str] = PrivateAttr(default_factory=list)
     _messages: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _options: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _i: int = PrivateAttr(default=0)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
@@ -73,6 +75,7 @@ class FakeChat(BaseChatModel):
             self._calls["logprobs"] += 1
             self._prompts.append(text)
             self._messages.append(list(messages))
+            self._options.append({})
         if callable(self.logprobs):
             return [float(x) for x in self.logprobs(text, list(options))]
         return [float(self.logprobs.get(o, -100.0)) for o in options]
@@ -101,6 +104,7 @@ class FakeChat(BaseChatModel):
             self._calls[key] += 1
             self._prompts.append(text)
             self._messages.append(list(messages))
+            self._options.append(dict(kwargs))
         if callable(reply) and not isinstance(reply, BaseException):
             reply = reply(text)
         if isinstance(reply, BaseException):
@@ -125,6 +129,11 @@ class FakeChat(BaseChatModel):
     def messages(self) -> list[list[BaseMessage]]:
         """The messages of every call, in order."""
         return self._messages
+
+    @property
+    def options(self) -> list[dict[str, Any]]:
+        """The call options of every call, in order, as ``prompts`` (empty for scored options)."""
+        return self._options
 
 
 class FakeHops:

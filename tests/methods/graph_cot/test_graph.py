@@ -26,6 +26,7 @@ from kg_agents.methods.graph_cot.graph import (
     create_graph_explore_graph,
     expected_llm_calls,
 )
+from kg_agents.methods.graph_cot.interaction.explore import THOUGHT_TOKENS
 from tests.fakes import FakeChat, FakeHops
 from tests.kg.hop_by_hop import EngineJoinKG, HopByHopKG
 from tests.methods.graph_cot.helpers import (
@@ -741,6 +742,20 @@ def test_ranked_explorer_drops_a_written_finish_that_names_nothing_reached():
     gen = FakeChat(rules=explore_rules(lambda p: "Finish[Steven Spielberg]"), tools=False)
     out = create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate").invoke(Q)
     assert out["answers"] == [] and gen.calls[PRUNE_REL] == 0
+
+
+def test_ranked_explorer_caps_its_thoughts_and_the_papers_route_does_not():
+    # on the ranked route the thought only narrates the chain: it is cut at THOUGHT_TOKENS new tokens
+    scores = director_scores(end=True)
+    llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
+    out = create_graph_explore_graph(KG, llm=llm, max_steps=1).invoke(Q)
+    thoughts = [o for p, o in zip(llm.prompts, llm.options, strict=True) if "Next Thought:" in p]
+    assert thoughts and all(o.get("max_tokens") == THOUGHT_TOKENS for o in thoughts)
+    assert out["answers"] == ["Ron Howard"]
+    gen = FakeChat(rules=explore_rules(lambda p: "Finish[Ron Howard]"), tools=False)
+    create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate").invoke(Q)
+    thoughts = [o for p, o in zip(gen.prompts, gen.options, strict=True) if "Next Thought:" in p]
+    assert thoughts and all("max_tokens" not in o for o in thoughts)
 
 
 def test_ranked_explorer_keeps_a_written_finish_on_a_reached_node():
