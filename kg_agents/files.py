@@ -4,6 +4,7 @@ Every cache (converted model, entity index, KG-Tries, encodings) lives under :fu
 (``$KG_AGENTS_CACHE``, else ``~/.cache/kg_agents``). Every file a run writes for later reads goes
 through :func:`atomic_write` or :func:`atomic_target`: written to a temporary file in the same
 folder, flushed, then renamed into place, so a reader sees the old file or the new one, never a part.
+:func:`numbered_lines` reads such a file back a line at a time (a JSON-lines file's records).
 
 Example:
     >>> import tempfile, pathlib
@@ -33,6 +34,7 @@ __all__ = [
     "atomic_write",
     "cache_root",
     "interrupts_deferred",
+    "numbered_lines",
     "portable_path",
     "remove_temporaries",
     "safe_name",
@@ -42,6 +44,23 @@ __all__ = [
 #: installed (a pack's component paths, a run's record of a bundled pack or adapter).
 PACKAGE_ROOT = Path(__file__).resolve().parent
 PACKAGE_PREFIX = "package:"
+
+
+def numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """The lines of the UTF-8 text file at ``path`` that are not blank, as read, each with its number
+    (from 1), so that an error can name the line.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "x.jsonl"
+        >>> _ = target.write_text('{"id": 1}\\n\\n{"id": 2}\\n')
+        >>> list(numbered_lines(target))
+        [(1, '{"id": 1}\\n'), (3, '{"id": 2}\\n')]
+    """
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                yield n, line
 
 
 def portable_path(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> str | None:

@@ -34,7 +34,7 @@ from typing import Any
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.eval.metrics import summarize
 from kg_agents.eval.scores import SCORES, score_record, write_scores
-from kg_agents.files import atomic_target
+from kg_agents.files import atomic_target, numbered_lines
 
 __all__ = [
     "COLUMNS",
@@ -62,16 +62,13 @@ COLUMNS = ("n", "Hits@1", "F1", "LLM calls", "tokens", "s/question", "grounded",
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                rec["id"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise DataFormatError(str(path), n, f"not a per-question record ({exc})") from exc
-            out.append(rec)
+    for n, line in numbered_lines(path):
+        try:
+            rec = json.loads(line)
+            rec["id"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DataFormatError(str(path), n, f"not a per-question record ({exc})") from exc
+        out.append(rec)
     return out
 
 

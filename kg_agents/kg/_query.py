@@ -7,11 +7,10 @@ The query builders, the row types and the read-only check are re-exported here.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
+from kg_agents._lru import LRU, MISSING
 from kg_agents.errors import EntityNotFound, InvalidTermError
 from kg_agents.kg import base
 from kg_agents.kg._query_builders import (
@@ -69,41 +68,6 @@ __all__ = [
 ]
 
 
-class _LRU:
-    """A small thread-safe LRU cache (``maxsize=0`` disables it)."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = int(maxsize)
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    _MISSING = object()
-
-    def get(self, key: Hashable) -> Any:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-            self.misses += 1
-            return self._MISSING
-
-    def put(self, key: Hashable, value: Any) -> None:
-        if self.maxsize <= 0:
-            return
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
 def _check_limit(limit: int | None) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
@@ -134,7 +98,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
     edge_page_size: int = 10_000
 
     def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
-        self._cache = _LRU(cache_size)
+        self._cache: LRU[Hashable, Any] = LRU(cache_size)
         self.ordered = bool(ordered)
 
     # subclasses --------------------------------------------------------------
@@ -181,7 +145,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
 
     def _cached(self, key: Hashable, compute: Any) -> Any:
         hit = self._cache.get(key)
-        if hit is not _LRU._MISSING:
+        if hit is not MISSING:
             return hit
         value = compute()
         self._cache.put(key, value)
@@ -194,7 +158,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
     @property
     def cache_info(self) -> dict[str, int]:
         """Cache hits, misses and current size."""
-        return {"hits": self._cache.hits, "misses": self._cache.misses, "size": len(self._cache._data)}
+        return {"hits": self._cache.hits, "misses": self._cache.misses, "size": len(self._cache)}
 
     # protocol ----------------------------------------------------------------
     def has_entity(self, entity: str) -> bool:
@@ -282,7 +246,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         todo: dict[str, str] = {}
         for e in dict.fromkeys(entities):
             hit = self._cache.get(("nb", e, relation, direction, limit))
-            if hit is not _LRU._MISSING:
+            if hit is not MISSING:
                 out[e] = _copy(hit)
                 continue
             term = self._eterm(e)

@@ -15,6 +15,7 @@ from kg_agents.kg.base import Direction, Hop, KnowledgeGraph, Path, check_direct
 __all__ = [
     "MAX_CHAINS",
     "PathSearchResult",
+    "Truncation",
     "best_chains",
     "chain_paths",
     "chain_step",
@@ -25,8 +26,22 @@ __all__ = [
 ]
 
 
+class Truncation:
+    """What cut a search short: ``fanout_truncated``, the entities whose neighbour list was cut at the
+    fan-out limit, and ``path_limit_hit``, whether the path limit stopped it (fields of the dataclass
+    that takes this in)."""
+
+    fanout_truncated: list[str]
+    path_limit_hit: bool
+
+    @property
+    def truncated(self) -> bool:
+        """Whether either limit cut the search short."""
+        return bool(self.fanout_truncated) or self.path_limit_hit
+
+
 @dataclass
-class PathSearchResult:
+class PathSearchResult(Truncation):
     """Paths found, and which limits cut the search short.
 
     Attributes:
@@ -40,10 +55,6 @@ class PathSearchResult:
     fanout_truncated: list[str] = field(default_factory=list)
     path_limit_hit: bool = False
     kg_calls: int = 0
-
-    @property
-    def truncated(self) -> bool:
-        return bool(self.fanout_truncated) or self.path_limit_hit
 
 
 def _hops_from(triples: Iterable, source: str, relations: set[str] | None) -> list[Hop]:

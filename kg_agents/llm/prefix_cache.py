@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from kg_agents._lru import LRU
 from kg_agents.errors import ConfigError
 
 __all__ = ["DEFAULT_ENTRIES", "PrefixCache", "prefill", "prompt_cache", "shared_prefix"]
@@ -45,8 +45,9 @@ def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-class PrefixCache:
-    """A bounded LRU of prompts' KV caches, looked up by the longest shared token prefix.
+class PrefixCache(LRU[tuple[int, ...], Any]):
+    """A bounded LRU (:class:`~kg_agents._lru.LRU`) of prompts' KV caches, looked up by the longest shared
+    token prefix (:meth:`lookup`; :meth:`get` is an exact prompt's stored entry, which is not to be changed).
 
     Args:
         max_entries: prompts kept (>= 1); the least recently used one goes first.
@@ -59,16 +60,13 @@ class PrefixCache:
     def __init__(self, max_entries: int = DEFAULT_ENTRIES) -> None:
         if max_entries < 1:
             raise ConfigError(f"max_entries must be >= 1, got {max_entries}")
-        self.max_entries = int(max_entries)
-        self.hits = 0
-        self.misses = 0
+        super().__init__(max_entries)
         self.reused_tokens = 0
-        self._entries: OrderedDict[tuple[int, ...], Any] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+    @property
+    def max_entries(self) -> int:
+        """Prompts kept."""
+        return self.maxsize
 
     def lookup(self, ids: Sequence[int]) -> tuple[int, Any | None]:
         """``(n, kv)``: ``kv`` a private copy of the entry sharing the longest prefix with ``ids``, cut to
@@ -77,14 +75,14 @@ class PrefixCache:
         key = tuple(int(t) for t in ids)
         with self._lock:
             best, entry, chosen = 0, None, key
-            for stored, kv in self._entries.items():
+            for stored, kv in self._data.items():
                 n = min(shared_prefix(stored, key), len(key) - 1)
                 if n > best:
                     best, entry, chosen = n, kv, stored
             if entry is None:
                 self.misses += 1
                 return 0, None
-            self._entries.move_to_end(chosen)
+            self._data.move_to_end(chosen)
             self.hits += 1
             self.reused_tokens += best
         past = copy.deepcopy(entry)  # entries are never changed once stored: copied outside the lock
@@ -99,16 +97,7 @@ class PrefixCache:
         key = tuple(int(t) for t in ids)
         if not key or kv.get_seq_length() != len(key):
             raise ValueError(f"a KV cache of {kv.get_seq_length()} tokens stored for {len(key)} tokens")
-        with self._lock:
-            self._entries[key] = kv
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        """Drop every entry (the counters stay)."""
-        with self._lock:
-            self._entries.clear()
+        self.put(key, kv)
 
 
 _CACHES: dict[tuple[str, str], PrefixCache] = {}

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from kg_agents.packs import registry
 from kg_agents.packs.fingerprint import (
     FINGERPRINT_MAX_TRIPLES,
     KGSummary,
@@ -33,17 +34,7 @@ from kg_agents.packs.manifest import (
     PackManifest,
     write_manifest,
 )
-from kg_agents.packs.registry import (
-    PackWarning,
-    bundled_packs,
-    find_pack,
-    pack_record,
-    register_pack,
-    registered_packs,
-    registry_path,
-    resolve_pack,
-    unregister_pack,
-)
+from kg_agents.packs.registry import *  # noqa: F403
 
 __all__ = [
     "COMPONENTS",
@@ -57,17 +48,9 @@ __all__ = [
     "KGSummary",
     "Pack",
     "PackManifest",
-    "PackWarning",
-    "bundled_packs",
-    "find_pack",
     "fingerprint_status",
     "kg_fingerprint",
     "kg_summary",
-    "pack_record",
-    "register_pack",
-    "registered_packs",
-    "registry_path",
-    "resolve_pack",
-    "unregister_pack",
     "write_manifest",
+    *registry.__all__,  # the registry's API: resolve_pack, register_pack, ...
 ]

@@ -17,7 +17,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from kg_agents.errors import DataFormatError
-from kg_agents.files import atomic_write
+from kg_agents.files import atomic_write, numbered_lines
 
 __all__ = [
     "QUESTION_KINDS",
@@ -182,19 +182,16 @@ def read_questions(path: str | FsPath) -> list[SynthQuestion]:
     """
     p = FsPath(path)
     out: list[SynthQuestion] = []
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict):
-                    raise TypeError(f"expected a JSON object, got {type(rec).__name__}")
-                out.append(SynthQuestion.from_json(rec))
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(str(p), n, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
-            except KeyError as exc:
-                raise DataFormatError(str(p), n, f"missing field {exc.args[0]!r}") from exc
-            except TypeError as exc:
-                raise DataFormatError(str(p), n, f"bad synthesised question: {exc}") from exc
+    for n, line in numbered_lines(p):
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise TypeError(f"expected a JSON object, got {type(rec).__name__}")
+            out.append(SynthQuestion.from_json(rec))
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(str(p), n, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+        except KeyError as exc:
+            raise DataFormatError(str(p), n, f"missing field {exc.args[0]!r}") from exc
+        except TypeError as exc:
+            raise DataFormatError(str(p), n, f"bad synthesised question: {exc}") from exc
     return out

@@ -26,16 +26,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
+from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.constraint import check_constraint, end_with_constraint
 from kg_agents.core.decide import Decide, check_calibrate, check_decide, check_ratio
-from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
+from kg_agents.core.factory import MethodSetup, context_defaults, reasoning_graph, setup_method
 from kg_agents.core.hops import check_hops
+from kg_agents.core.metering import MeteredKG
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.records import end_on_error
 from kg_agents.core.state import ReasoningState
@@ -74,6 +76,35 @@ def check_candidate_text(value: Any, auto: bool = False) -> None:
     valid = ("auto", "label", "path") if auto else ("label", "path")
     if value not in valid:
         raise ConfigError(f"candidate_text must be one of {', '.join(map(repr, valid))}, got {value!r}")
+
+
+class _RankedDeps(TypedDict):
+    """The dependencies ``graph_rag`` and ``text_rag`` take alike (fields of both
+    :class:`~kg_agents.methods.baselines.nodes.GraphRAGDeps` and ``TextRAGDeps``)."""
+
+    kg: MeteredKG
+    model: Any
+    template: ChatPromptTemplate
+    candidate_text: Any
+    calibrate: bool
+    hop_classifier: Any
+    auto_hops: bool | None
+
+
+def _ranked_deps(
+    setup: MethodSetup, template: ChatPromptTemplate, candidate_text: Any, calibrate: bool
+) -> _RankedDeps:
+    """What a RAG baseline's nodes rank with: ``setup``'s metered KG, chat model and hop classifier, the
+    RAG prompt, and how a candidate is scored (``candidate_text``, ``calibrate``)."""
+    return {
+        "kg": setup.kg,
+        "model": setup.llm,
+        "template": template,
+        "candidate_text": candidate_text,
+        "calibrate": calibrate,
+        "hop_classifier": setup.hop_classifier,
+        "auto_hops": setup.auto_hops,
+    }
 
 
 # --------------------------------------------------------------------------- llm_only
@@ -275,14 +306,8 @@ def create_graph_rag_graph(
         hops_option="answer_hops",
     )
     deps = GraphRAGDeps(
-        kg=setup.kg,
-        model=setup.llm,
-        template=template,
+        **_ranked_deps(setup, template, candidate_text, calibrate),
         fanout_limit=fanout_limit,
-        candidate_text=candidate_text,
-        calibrate=calibrate,
-        hop_classifier=setup.hop_classifier,
-        auto_hops=setup.auto_hops,
         max_hops=max_hops,
         hop_fanout=hop_fanout,
         max_neighbourhood=max_neighbourhood,
@@ -449,18 +474,12 @@ def create_text_rag_graph(
         hops_option="answer_hops",
     )
     deps = TextRAGDeps(
-        kg=setup.kg,
-        model=setup.llm,
-        template=template,
+        **_ranked_deps(setup, template, candidate_text, calibrate),
         embeddings=TripleEmbeddings(encoder, index_dir=index_dir),
         scope=scope,
         hops=hops,
         fanout_limit=fanout_limit,
         max_candidates=max_candidates,
-        candidate_text=candidate_text,
-        calibrate=calibrate,
-        hop_classifier=setup.hop_classifier,
-        auto_hops=setup.auto_hops,
         defaults=context_defaults(TextRAGContext, locals(), top_k=20, max_answers=10),
     )
     g = reasoning_graph(TextRAGState, TextRAGContext, setup, index)

@@ -70,13 +70,13 @@ from functools import partial
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from kg_agents.core.constraint import FANOUT, end_with_constraint
 from kg_agents.core.decide import Decide
-from kg_agents.core.factory import setup_method
+from kg_agents.core.factory import reasoning_graph, setup_method
 from kg_agents.core.models import default_calibrate, runs_adapter
 from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
@@ -139,13 +139,7 @@ GraphCoTGraph = CompiledStateGraph[GraphCoTState, GraphCoTContext, ReasoningInpu
 def build_graph(deps: GraphCoTDeps, *, checkpointer: Checkpointer = None) -> GraphCoTGraph:
     """The Graph-CoT/ToT/GoT graph over ``deps`` (named after its interaction): the nodes of
     :mod:`~kg_agents.methods.graph_cot.nodes` with ``deps`` bound, the routers as they are."""
-
-    g = StateGraph(
-        GraphCoTState,
-        context_schema=GraphCoTContext,
-        input_schema=ReasoningInput,
-        output_schema=ReasoningOutput,
-    )
+    g = reasoning_graph(GraphCoTState, GraphCoTContext)  # its first node prepares, linking as it needs
     g.add_node("prepare", partial(prepare, deps))
     g.add_node("expand", partial(expand, deps))
     g.add_node("collect", collect)

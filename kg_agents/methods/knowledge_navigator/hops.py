@@ -1,5 +1,6 @@
 """KnowledgeNavigator's hop classifier (eq. 1-2): it lives in :mod:`kg_agents.core.hops`, since graph_agent
-and graph_explore use it too (the walk's length); this module keeps its old import path.
+and graph_explore use it too (the walk's length); this module keeps its old import path and exports what
+that module does (its ``__all__``).
 
 Example:
     >>> from kg_agents.methods.knowledge_navigator.hops import HopClassifier, load_hop_classifier
@@ -9,26 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from kg_agents.core.hops import (
-    CHECKPOINT_DIR,
-    ENTITY_MASK,
-    HopClassifier,
-    default_encoder,
-    encode,
-    forget_loaded,
-    load_hop_classifier,
-    mask_entities,
-    softmax,
-)
+from kg_agents.core import hops
+from kg_agents.core.hops import *  # noqa: F403
 
-__all__ = [
-    "CHECKPOINT_DIR",
-    "ENTITY_MASK",
-    "HopClassifier",
-    "default_encoder",
-    "encode",
-    "forget_loaded",
-    "load_hop_classifier",
-    "mask_entities",
-    "softmax",
-]
+__all__ = hops.__all__

@@ -15,6 +15,7 @@ import numpy as np
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.files import atomic_target, interrupts_deferred
 from kg_agents.kg.base import ARROW, Path
+from kg_agents.kg.paths import Truncation
 from kg_agents.untrusted import kg_text
 
 __all__ = [
@@ -109,7 +110,7 @@ def walk_ids(node: dict[int, Any], ids: Iterable[int]) -> tuple[dict[int, Any], 
 
 
 @dataclass
-class TrieStats:
+class TrieStats(Truncation):
     """How a trie was built.
 
     Attributes:
@@ -127,10 +128,6 @@ class TrieStats:
     fanout_truncated: list[str] = field(default_factory=list)
     path_limit_hit: bool = False
     seconds: float = 0.0
-
-    @property
-    def truncated(self) -> bool:
-        return bool(self.fanout_truncated) or self.path_limit_hit
 
 
 class KGTrie:
