@@ -86,6 +86,7 @@ from kg_agents.methods.graph_cot.conjunction import route_prepare, walk_topics
 from kg_agents.methods.graph_cot.interaction import (
     AGENT_PROMPTS,
     EXPLORE_PROMPTS,
+    THOUGHT_MAX_TOKENS,
     ActionMode,
     AgentInteraction,
     ExploreInteraction,
@@ -354,6 +355,7 @@ def create_graph_explore_graph(
     fanout_limit: int = 50,
     max_context_triples: int = 40,
     temperature: float | None = 0.7,
+    thought_max_tokens: int | None = THOUGHT_MAX_TOKENS,
     decide: Decide = "rank",
     hops: int | str = "auto",
     hop_classifier: Any = None,
@@ -393,6 +395,9 @@ def create_graph_explore_graph(
         fanout_limit: at most this many neighbours read per (entity, relation) (hubs are cut; traced).
         max_context_triples: at most this many triples shown in a prompt.
         temperature: sampling temperature of candidate thoughts when k > 1; None leaves the model's own.
+        thought_max_tokens: on the ranked route, most new tokens of a step's thought (default 32; None:
+            the model's own limit). There ranking, not the thought, chooses what is explored and
+            answered; left to its limit, the embedded model repeats itself until it is reached.
         decide: ``"rank"`` (default) or ``"generate"``, as for :func:`create_graph_agent_graph`.
         hops, hop_classifier: the walk's length on the ranked route, as for
             :func:`create_graph_agent_graph`: End? is not asked, the search ends at that depth.
@@ -452,6 +457,14 @@ def create_graph_explore_graph(
     ):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"{key} must be a positive integer, got {v!r}")
+    if thought_max_tokens is not None and (
+        isinstance(thought_max_tokens, bool)
+        or not isinstance(thought_max_tokens, int)
+        or thought_max_tokens < 1
+    ):
+        raise ConfigError(
+            f"thought_max_tokens must be a positive integer or None, got {thought_max_tokens!r}"
+        )
     for key, flag in (("relation_chain", relation_chain), ("plan_example", plan_example)):
         if flag is not None and not isinstance(flag, bool):
             raise ConfigError(f"{key} must be True, False or None, got {flag!r}")
@@ -470,6 +483,7 @@ def create_graph_explore_graph(
         max_relations=max_relations,
         fanout_limit=fanout_limit,
         keep_entities=keep_entities,
+        thought_max_tokens=thought_max_tokens,
         relation_chain=True if relation_chain is None else relation_chain,
         # an adapter learns the chain on its plain scores (the specialist's ``chain`` decisions)
         chain_calibrate=not adapted,

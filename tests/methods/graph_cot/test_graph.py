@@ -26,7 +26,7 @@ from kg_agents.methods.graph_cot.graph import (
     create_graph_explore_graph,
     expected_llm_calls,
 )
-from kg_agents.methods.graph_cot.interaction.explore import THOUGHT_TOKENS
+from kg_agents.methods.graph_cot.interaction.explore import THOUGHT_MAX_TOKENS
 from tests.fakes import FakeChat, FakeHops
 from tests.kg.hop_by_hop import EngineJoinKG, HopByHopKG
 from tests.methods.graph_cot.helpers import (
@@ -425,6 +425,9 @@ def test_bad_options_and_bad_input():
         create_graph_agent_graph(KG, decide="generate", llm=FakeChat(tools=False), strategy="bfs")
     with pytest.raises(ConfigError, match="k must be a positive integer"):
         create_graph_explore_graph(KG, decide="generate", llm=FakeChat(tools=False), k=0)
+    for bad in (0, -1, 2.5, True, "32"):
+        with pytest.raises(ConfigError, match="thought_max_tokens must be a positive integer or None"):
+            create_graph_explore_graph(KG, llm=FakeChat(tools=False), thought_max_tokens=bad)
     llm = text_chat(agent_rules())
     g = create_graph_agent_graph(KG, decide="generate", llm=llm)
     out = g.invoke({"question": "  "})
@@ -745,17 +748,23 @@ def test_ranked_explorer_drops_a_written_finish_that_names_nothing_reached():
 
 
 def test_ranked_explorer_caps_its_thoughts_and_the_papers_route_does_not():
-    # on the ranked route the thought only narrates the chain: it is cut at THOUGHT_TOKENS new tokens
+    # on the ranked route the thought only narrates the chain: it is cut at THOUGHT_MAX_TOKENS new tokens
     scores = director_scores(end=True)
     llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
     out = create_graph_explore_graph(KG, llm=llm, max_steps=1).invoke(Q)
     thoughts = [o for p, o in zip(llm.prompts, llm.options, strict=True) if "Next Thought:" in p]
-    assert thoughts and all(o.get("max_tokens") == THOUGHT_TOKENS for o in thoughts)
+    assert thoughts and all(o.get("max_tokens") == THOUGHT_MAX_TOKENS for o in thoughts)
     assert out["answers"] == ["Ron Howard"]
     gen = FakeChat(rules=explore_rules(lambda p: "Finish[Ron Howard]"), tools=False)
     create_graph_explore_graph(KG, llm=gen, max_steps=1, decide="generate").invoke(Q)
     thoughts = [o for p, o in zip(gen.prompts, gen.options, strict=True) if "Next Thought:" in p]
     assert thoughts and all("max_tokens" not in o for o in thoughts)
+    # the factory sets the cap; None leaves the model's own limit
+    for cap in (8, None):
+        llm = FakeChat(rules=explore_rules(lambda p: "I need the director."), logprobs=scores, tools=False)
+        create_graph_explore_graph(KG, llm=llm, max_steps=1, thought_max_tokens=cap).invoke(Q)
+        thoughts = [o for p, o in zip(llm.prompts, llm.options, strict=True) if "Next Thought:" in p]
+        assert thoughts and all(o.get("max_tokens") == cap for o in thoughts)
 
 
 def test_ranked_explorer_keeps_a_written_finish_on_a_reached_node():

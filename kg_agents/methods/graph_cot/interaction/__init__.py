@@ -36,7 +36,7 @@ from kg_agents.methods.graph_cot.interaction.base import (
     toolbox_relation,
     triple_text,
 )
-from kg_agents.methods.graph_cot.interaction.explore import KEEP_RATIO, ExploreInteraction
+from kg_agents.methods.graph_cot.interaction.explore import KEEP_RATIO, THOUGHT_MAX_TOKENS, ExploreInteraction
 
 __all__ = [
     "AGENT_PROMPTS",
@@ -45,6 +45,7 @@ __all__ = [
     "KEEP_RATIO",
     "PATH_HOPS",
     "PROMPT_DIR",
+    "THOUGHT_MAX_TOKENS",
     "ActionMode",
     "AgentInteraction",
     "ExploreInteraction",

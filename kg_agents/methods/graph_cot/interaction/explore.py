@@ -25,12 +25,12 @@ from kg_agents.methods.graph_cot.parsing import (
 )
 from kg_agents.untrusted import kg_block, kg_text
 
-__all__ = ["KEEP_RATIO", "THOUGHT_TOKENS", "ExploreInteraction"]
+__all__ = ["KEEP_RATIO", "THOUGHT_MAX_TOKENS", "ExploreInteraction"]
 
 #: Ranked pruning keeps the options whose probability is at least this share of the best one's.
 KEEP_RATIO = 0.5
 #: On the ranked route, most new tokens of a step's thought (its prompt's example thought is about 15).
-THOUGHT_TOKENS = 32
+THOUGHT_MAX_TOKENS = 32
 
 
 class ExploreInteraction(Interaction):
@@ -45,7 +45,7 @@ class ExploreInteraction(Interaction):
         relation_chain: on the ranked route with a walk length of 2 hops or more, choose the relations
             as one chain of that length, ranked once from the topic entities (:meth:`_plan`), instead of
             per entity at each level.
-        thought_tokens: on the ranked route, most new tokens of a step's thought (None: the model's own
+        thought_max_tokens: on the ranked route, most new tokens of a step's thought (None: the model's own
             limit). There the thought is the chain's narration (ranking, not the thought, chooses what
             is explored and answered), and a small model left to its own limit writes the same words
             over and over until it: the cap saves most of the tokens graph_explore generates.
@@ -62,7 +62,7 @@ class ExploreInteraction(Interaction):
         fanout_limit: int,
         keep_entities: int,
         relation_chain: bool = True,
-        thought_tokens: int | None = THOUGHT_TOKENS,
+        thought_max_tokens: int | None = THOUGHT_MAX_TOKENS,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, relation_chain=relation_chain, **kwargs)
@@ -70,7 +70,7 @@ class ExploreInteraction(Interaction):
         self.max_relations = max_relations
         self.fanout_limit = fanout_limit
         self.keep_entities = keep_entities
-        self.thought_tokens = thought_tokens
+        self.thought_max_tokens = thought_max_tokens
 
     def chain_text(self, branch: dict[str, Any]) -> str:
         lines = [f"Thought {i}: {st.get('thought', '')}" for i, st in enumerate(branch.get("steps") or [], 1)]
@@ -90,8 +90,8 @@ class ExploreInteraction(Interaction):
             attributes="; ".join(branch.get("attributes") or []) or "(none)",
         )
         options = self.sampling(settings)
-        if self.thought_tokens is not None and settings.get("decide", "rank") == "rank":
-            options["max_tokens"] = self.thought_tokens
+        if self.thought_max_tokens is not None and settings.get("decide", "rank") == "rank":
+            options["max_tokens"] = self.thought_max_tokens
         return invoke_llm(self.model, msgs, **options)
 
     def ground(
