@@ -89,8 +89,8 @@ class Budget:
 #: The budgets by name. ``tiny`` is for tests (a pack in a few minutes, whose figures mean little).
 BUDGETS = {
     "tiny": Budget("tiny", 90, 30, 40, 1, 2, 1, 1, 1, 3),
-    "small": Budget("small", 600, 200, 400, 10, 20, 1, 8, 1, 30),
-    "default": Budget("default", 2000, 600, 1500, 20, 60, 1, 20, 1, 60),
+    "small": Budget("small", 600, 200, 400, 10, 10, 1, 2, 1, 10),
+    "default": Budget("default", 2000, 600, 1500, 20, 20, 1, 4, 1, 20),
     "large": Budget("large", 6000, 2000, 5000, 30, 200, 2, 60, 2, 200),
 }
 
