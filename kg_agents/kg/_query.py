@@ -7,7 +7,9 @@ The query builders, the row types and the read-only check are re-exported here.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Hashable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kg_agents._lru import LRU, MISSING
@@ -85,6 +87,8 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: chain queries run as one SPARQL query in the engine (``kg_agents.kg.base.joins_in_engine``)
     joins_in_engine: bool = True
     batch_size: int = 256
+    #: ``neighbors_many`` batches in flight at once, each on its own thread (1: one after another).
+    parallel_requests: int = 1
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
@@ -257,15 +261,31 @@ class SparqlBackedKG(base.KnowledgeGraph):
         items = list(todo.items())
         i = 0
         while i < len(items):
-            # batch_size is read for each batch: a rejected batch (SparqlKG) may have lowered it,
-            # during this call or another thread's; the next batch starts where this one ended
-            chunk = items[i : i + max(1, self.batch_size)]
-            fetched = self._fetch_edges(chunk, rterm, direction, limit)
-            for e, tl in fetched.items():
-                self._cache.put(("nb", e, relation, direction, limit), tl)
-                out[e] = _copy(tl)
-            i += len(chunk)
+            # batch_size is read for each wave of batches: a rejected batch (SparqlKG) may have
+            # lowered it, during this call or another thread's; the next wave starts where this one ended
+            size = max(1, self.batch_size)
+            end = min(len(items), i + size * max(1, self.parallel_requests))
+            wave = [items[j : j + size] for j in range(i, end, size)]
+            for fetched in self._fetch_wave(wave, rterm, direction, limit):
+                for e, tl in fetched.items():
+                    self._cache.put(("nb", e, relation, direction, limit), tl)
+                    out[e] = _copy(tl)
+            i = end
         return {e: out[e] for e in dict.fromkeys(entities)}
+
+    def _fetch_wave(
+        self, wave: list[list[tuple[str, str]]], rterm: str | None, direction: Direction, limit: int | None
+    ) -> list[dict[str, TripleList]]:
+        """The batches of one wave, sent at once when there are several (each thread in a copy of the
+        caller's context); the first error raised is raised once every batch has ended."""
+        if len(wave) == 1:
+            return [self._fetch_edges(wave[0], rterm, direction, limit)]
+        with ThreadPoolExecutor(len(wave), thread_name_prefix="kg-agents-batch") as pool:
+            futures = [
+                pool.submit(contextvars.copy_context().run, self._fetch_edges, chunk, rterm, direction, limit)
+                for chunk in wave
+            ]
+        return [f.result() for f in futures]
 
     def _fetch_edges(
         self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None

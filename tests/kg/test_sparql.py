@@ -39,6 +39,8 @@ class MiniEndpoint:
         self.delay = 0.0
         self.fail_first = 0
         self.max_selects = 1_000_000
+        self.in_flight = self.most_in_flight = 0  # requests being answered at once, and the most seen
+        self._flight_lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,6 +48,16 @@ class MiniEndpoint:
                 pass
 
             def _handle(self, params: dict[str, list[str]]) -> None:
+                with outer._flight_lock:
+                    outer.in_flight += 1
+                    outer.most_in_flight = max(outer.most_in_flight, outer.in_flight)
+                try:
+                    self._answer(params)
+                finally:
+                    with outer._flight_lock:
+                        outer.in_flight -= 1
+
+            def _answer(self, params: dict[str, list[str]]) -> None:
                 import pyoxigraph as ox
 
                 ctype = self.headers.get("Content-Type", "")
@@ -119,6 +131,7 @@ def mini(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniEndpoint]:
 @pytest.fixture
 def endpoint(mini: MiniEndpoint) -> MiniEndpoint:
     mini.mode, mini.delay, mini.fail_first, mini.max_selects = "ok", 0.0, 0, 1_000_000
+    mini.most_in_flight = 0
     mini.requests.clear()
     return mini
 
@@ -260,10 +273,35 @@ def test_a_batch_halved_mid_call_leaves_no_entity_out(endpoint: MiniEndpoint) ->
     want = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0).neighbors_many(ents, limit=3)
     endpoint.requests.clear()
     endpoint.mode, endpoint.fail_first = "flaky", 1  # the first request fails, then all pass
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=4, retries=0, cache_size=0)
+    kg = SparqlKG(
+        endpoint.url, profile=CONTRACT_PROFILE, batch_size=4, parallel_requests=1, retries=0, cache_size=0
+    )
     got = kg.neighbors_many(ents, limit=3)
     assert got == want and list(got) == ents
     assert kg.batch_size == 2 and kg.requests_sent == 1 + 5  # the failed batch of 4, then 5 batches of 2
+
+
+def test_batches_are_sent_at_once_and_give_what_one_after_another_gives(endpoint: MiniEndpoint) -> None:
+    """``parallel_requests`` batches are in flight together; the answer is the sequential one, in the
+    order asked, and every request is counted. A batch rejected in a wave is halved like any other."""
+    ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Ron Howard"]
+    ents += ["Nope", "Nada"]
+    one = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, parallel_requests=1, cache_size=0)
+    want = one.neighbors_many(ents, direction="both", limit=3)
+    assert one.requests_sent == 5
+    assert endpoint.most_in_flight == 1
+    endpoint.mode, endpoint.delay = "slow", 0.2  # long enough for the other threads' requests to arrive
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, parallel_requests=3, cache_size=0)
+    got = kg.neighbors_many(ents, direction="both", limit=3)
+    assert got == want and list(got) == ents
+    assert all(got[e].truncated == want[e].truncated for e in ents)
+    assert kg.requests_sent == 5 and endpoint.most_in_flight >= 2
+    endpoint.requests.clear()
+    endpoint.mode, endpoint.max_selects = "complex", 3  # one entity x 2 directions a request at most
+    kg = SparqlKG(
+        endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, parallel_requests=3, retries=0, cache_size=0
+    )
+    assert kg.neighbors_many(ents, direction="both", limit=3) == want and kg.batch_size == 1
 
 
 def test_batches_are_split(endpoint: MiniEndpoint) -> None:
@@ -354,6 +392,11 @@ def test_options_are_checked() -> None:
         SparqlKG("http://127.0.0.1:1/sparql", timeout=0)
     with pytest.raises(ConfigError, match="retries"):
         SparqlKG("http://127.0.0.1:1/sparql", retries=-1)
+    for bad in (0, -2, 1.5, True, "4"):
+        with pytest.raises(ConfigError, match="batch_size"):
+            SparqlKG("http://127.0.0.1:1/sparql", batch_size=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="parallel_requests"):
+            SparqlKG("http://127.0.0.1:1/sparql", parallel_requests=bad)  # type: ignore[arg-type]
     kg = open_kg("http://127.0.0.1:1/sparql", profile="freebase", timeout=2.0)
     assert isinstance(kg, SparqlKG) and kg.profile.name == "freebase" and kg.timeout == 2.0
 
@@ -419,7 +462,7 @@ def test_metaqa_matches_memorykg(sparql_server: Any) -> None:
     for d in ("out", "in", "both"):
         before = kg.requests_sent
         many = kg.neighbors_many(ents, direction=d, limit=10)
-        assert kg.requests_sent - before == 1
+        assert kg.requests_sent - before == -(-len(ents) // kg.batch_size)  # one request a batch
         for e in ents:
             want = mem.neighbors(e, direction=d)
             got = kg.neighbors(e, direction=d)
