@@ -21,12 +21,13 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.methods.gcr.trie import END, KGTrie, format_path
+from kg_agents.methods.gcr.trie import END, KGTrie, format_path, tokenizer_signature
 
 __all__ = [
     "ANSWER_HEADER",
@@ -182,12 +183,26 @@ def decoded_path(
 class TrieDecoder:
     """What the constrained decoders share, over their ``tokenizer`` (and its ``signature``).
 
-    Subclasses set ``tokenizer`` and ``signature``
-    (:func:`~kg_agents.methods.gcr.trie.tokenizer_signature` of it) and implement ``generate``.
+    Subclasses call ``__init__`` with their settings and implement ``generate``.
     """
 
     tokenizer: Any
     signature: str
+
+    def __init__(
+        self, tokenizer: Any, *, max_answer_tokens: int, path_scores: str, length_penalty: float | None
+    ) -> None:
+        """Set what every decoder has: ``tokenizer`` and its ``signature``
+        (:func:`~kg_agents.methods.gcr.trie.tokenizer_signature`), the answer's token budget, the path
+        scores and the beam length penalty (:func:`default_length_penalty`), empty ``last_stats`` and
+        the generation lock."""
+        self.tokenizer = tokenizer
+        self.signature = tokenizer_signature(tokenizer)
+        self.max_answer_tokens = max_answer_tokens
+        self.path_scores = path_scores
+        self.length_penalty = default_length_penalty(path_scores, length_penalty)
+        self.last_stats: dict[str, Any] = {}
+        self._lock = threading.Lock()
 
     def render(self, prompt: str | Sequence[Any], assistant_prefix: str = ASSISTANT_PREFIX) -> str:
         """The text the model continues: a string as is, or chat messages through the chat template

@@ -36,10 +36,10 @@ from kg_agents.methods.gcr.decoding import (
     TrieDecoder,
     candidates_of,
     check_num_beams,
+    check_path_scores,
     decoded_path,
-    default_length_penalty,
 )
-from kg_agents.methods.gcr.trie import PATH_END, PATH_START, KGTrie, path_sentence, tokenizer_signature
+from kg_agents.methods.gcr.trie import PATH_END, PATH_START, KGTrie, path_sentence
 
 __all__ = ["KGTrieLogitsProcessor", "LocalConstrainedDecoder", "StopAtNewline", "newline_counts"]
 
@@ -199,20 +199,19 @@ class LocalConstrainedDecoder(TrieDecoder):
         max_unconstrained_tokens: int = 64,
         dtype: str | None = None,
     ) -> None:
-        length_penalty = default_length_penalty(path_scores, length_penalty)
+        check_path_scores(path_scores)  # before the model loads
         if model is None:
             model, tokenizer = load_local_model(dtype=dtype)
         elif tokenizer is None:
             raise ModelError("LocalConstrainedDecoder(model=...) needs the model's tokenizer too")
+        super().__init__(
+            tokenizer,
+            max_answer_tokens=max_answer_tokens,
+            path_scores=path_scores,
+            length_penalty=length_penalty,
+        )
         self.model = model
-        self.tokenizer = tokenizer
-        self.max_answer_tokens = max_answer_tokens
-        self.path_scores = path_scores
-        self.length_penalty = length_penalty
         self.max_unconstrained_tokens = max_unconstrained_tokens
-        self.signature = tokenizer_signature(tokenizer)
-        self.last_stats: dict[str, Any] = {}
-        self._lock = threading.Lock()
 
     def generate(
         self,

@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -55,10 +54,9 @@ from kg_agents.methods.gcr.decoding import (
     candidates_of,
     check_num_beams,
     decoded_path,
-    default_length_penalty,
     renormalised,
 )
-from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie, tokenizer_signature
+from kg_agents.methods.gcr.trie import END, PATH_END, PATH_START, KGTrie
 
 __all__ = [
     "MAX_LOGPROB_TOKEN_IDS",
@@ -307,21 +305,20 @@ class VLLMConstrainedDecoder(TrieDecoder):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
-        self.tokenizer = tokenizer if tokenizer is not None else load_default_tokenizer()
-        self.signature = tokenizer_signature(self.tokenizer)
+        super().__init__(
+            tokenizer if tokenizer is not None else load_default_tokenizer(),
+            max_answer_tokens=max_answer_tokens,
+            path_scores=path_scores,
+            length_penalty=length_penalty,
+        )
         self.eos = int(self.tokenizer.eos_token_id)
-        self.max_answer_tokens = max_answer_tokens
-        self.path_scores = path_scores
-        self.length_penalty = default_length_penalty(path_scores, length_penalty)
         self.route = route
         self.score_limit = score_limit
         self.batch_size = batch_size
         self.max_workers = max_workers
         self.forced_runs = forced_runs
         self.client = VLLMClient(self.base_url, model or "", api_key=api_key, timeout=timeout)
-        self.last_stats: dict[str, Any] = {}
         self._checked = False
-        self._lock = threading.Lock()
         self._requests = 0
 
     def __repr__(self) -> str:

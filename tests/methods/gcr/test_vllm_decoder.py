@@ -222,6 +222,32 @@ def test_resolve_decoder_forms():
         VLLMConstrainedDecoder("127.0.0.1:9/v1", tokenizer=local.tokenizer)
 
 
+def test_both_decoders_set_the_shared_settings_alike(monkeypatch):
+    """``TrieDecoder.__init__``: the tokenizer's signature, the length penalty by the path scores, and
+    a bad ``path_scores`` refused (by the local decoder before it loads a model)."""
+    from kg_agents.methods.gcr import local_decoder
+    from kg_agents.methods.gcr.trie import tokenizer_signature
+
+    tok = smollm_tokenizer()  # the tiny model's
+    for scores, penalty in (("model", 1.0), ("trie", 0.0)):
+        local = tiny_decoder(path_scores=scores, max_answer_tokens=5)
+        remote = VLLMConstrainedDecoder("http://127.0.0.1:9/v1", tokenizer=tok, path_scores=scores)
+        for dec in (local, remote):
+            assert dec.signature == tokenizer_signature(tok) and dec.length_penalty == penalty
+            assert dec.path_scores == scores and dec.last_stats == {}
+        assert local.max_answer_tokens == 5 and remote.max_answer_tokens == 24
+    assert tiny_decoder(path_scores="trie", length_penalty=0.5).length_penalty == 0.5
+
+    def no_load(**_):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(local_decoder, "load_local_model", no_load)
+    with pytest.raises(ConfigError, match="path_scores"):
+        local_decoder.LocalConstrainedDecoder(path_scores="nope")
+    with pytest.raises(ConfigError, match="path_scores"):
+        VLLMConstrainedDecoder("http://127.0.0.1:9/v1", tokenizer=tok, path_scores="nope")
+
+
 def test_unreachable_server_is_a_model_error_naming_the_url_and_the_graph_records_it():
     kg = MemoryKG(CONTRACT_TRIPLES)
     tok = smollm_tokenizer()
