@@ -89,6 +89,9 @@ class SparqlBackedKG(base.KnowledgeGraph):
     batch_size: int = 256
     #: ``neighbors_many`` batches in flight at once, each on its own thread (1: one after another).
     parallel_requests: int = 1
+    #: Ends per :meth:`chain_witnesses` query: one ``VALUES`` block, cheap to compile at any size, unlike
+    #: ``neighbors_many``'s subquery per entity that ``batch_size`` bounds.
+    witness_batch_size: int = 128
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
@@ -409,7 +412,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
     ) -> dict[str, Path]:
         """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches: one grouped
-        query per ``batch_size`` ends."""
+        query per ``witness_batch_size`` ends."""
         rel_steps = parse_relation_path(relation_path)
         found = self._chain_terms(topic, relation_path)
         out: dict[str, Path] = {}
@@ -419,8 +422,9 @@ class SparqlBackedKG(base.KnowledgeGraph):
         targets = {e: t for e in dict.fromkeys(ends) if e != topic and (t := self._eterm(e)) is not None}
         items = list(targets.items())
         var = f"x{len(steps)}"
-        for i in range(0, len(items), max(1, self.batch_size)):
-            chunk = dict(items[i : i + max(1, self.batch_size)])
+        size = max(1, self.witness_batch_size)
+        for i in range(0, len(items), size):
+            chunk = dict(items[i : i + size])
             by_iri = {t[1:-1]: e for e, t in chunk.items()}
             for row in self._select(chain_witness_query(term, steps, list(chunk.values()))):
                 end = by_iri.get(row[var].value) if var in row else None
