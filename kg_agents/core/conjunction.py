@@ -29,7 +29,7 @@ from typing import Any
 
 from kg_agents.core.chains import walk_chain
 from kg_agents.errors import ConfigError
-from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, verify_path
+from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, verify_paths
 
 __all__ = [
     "MAX_TRIES",
@@ -135,10 +135,10 @@ def answer_set(
         reached.append(ends)
     if 0 < sum(cut) < len(cut):  # a hub's walk (a genre's films) was cut: check it from the other side
         _check_back(kg, walks, reached, cut, limit, out)
-    common = [e for e in reached[0] if all(e in r for r in reached[1:])]
-    for e in common:
-        support = [r[e] for r in reached]
-        if all(verify_path(kg, p) for p in support):
+    common = {e: [r[e] for r in reached] for e in reached[0] if all(e in r for r in reached[1:])}
+    held = set(verify_paths(kg, [p for support in common.values() for p in support])[0])  # in one batch
+    for e, support in common.items():
+        if all(p in held for p in support):
             out.support[e] = support
         else:
             out.unverified += 1

@@ -29,8 +29,10 @@ from kg_agents.kg._query_builders import (
     edge_side_query,
     has_entity_query,
     has_triple_query,
+    has_triples_query,
     inverse_sides,
     label_page_query,
+    labels_many_query,
     labels_query,
     literals_query,
     neighbors_query,
@@ -58,8 +60,10 @@ __all__ = [
     "edge_side_query",
     "has_entity_query",
     "has_triple_query",
+    "has_triples_query",
     "inverse_sides",
     "label_page_query",
+    "labels_many_query",
     "labels_query",
     "literals_query",
     "neighbors_query",
@@ -89,9 +93,9 @@ class SparqlBackedKG(base.KnowledgeGraph):
     batch_size: int = 256
     #: ``neighbors_many`` batches in flight at once, each on its own thread (1: one after another).
     parallel_requests: int = 1
-    #: Ends per :meth:`chain_witnesses` query: one ``VALUES`` block, cheap to compile at any size, unlike
-    #: ``neighbors_many``'s subquery per entity that ``batch_size`` bounds.
-    witness_batch_size: int = 128
+    #: Ends per :meth:`chain_witnesses` query and triples per :meth:`has_triples` query: one ``VALUES``
+    #: block, cheap to compile at any size, unlike ``neighbors_many``'s subquery per entity.
+    values_batch_size: int = 128
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
@@ -195,6 +199,36 @@ class SparqlBackedKG(base.KnowledgeGraph):
         if node.lang and node.lang.lower().split("-")[0] == want.lower():
             return 0
         return 1 if not node.lang else 2
+
+    def labels_many(self, entities: Sequence[str]) -> list[str]:
+        """:meth:`label` of each entity, in order: the labels of the entities not in the cache are read in
+        one query per ``values_batch_size`` entities (a batch whose rows pass ``page_size``, or 50 an
+        entity, is read one entity at a time). Raises :class:`EntityNotFound` for an unknown entity."""
+        todo: dict[str, str] = {}
+        for e in dict.fromkeys(entities):
+            term = self._eterm(e)
+            if term is not None and self._cache.get(("labels", e)) is MISSING:
+                todo[e] = term
+        preds = [iri(p) for p in self.profile.label_predicates]
+        rank = {p: i for i, p in enumerate(self.profile.label_predicates)}
+        items = list(todo.items())
+        size = max(1, self.values_batch_size)
+        for j in range(0, len(items), size):
+            chunk = dict(items[j : j + size])
+            cap = min(50 * len(chunk), self.page_size or 5_000)
+            rows = self._select(labels_many_query(list(chunk.values()), preds, cap + 1))
+            if len(rows) > cap:
+                continue  # cut short: label() reads each of these alone
+            by_iri = {t[1:-1]: e for e, t in chunk.items()}
+            got: dict[str, list[Row]] = {e: [] for e in chunk}
+            for r in rows:
+                owner = by_iri.get(r["e"].value)
+                if owner is not None:
+                    got[owner].append(r)
+            for e, found in got.items():
+                found.sort(key=lambda r: (rank.get(r["p"].value, 99), self._lang_rank(r["l"])))
+                self._cache.put(("labels", e), [r["l"] for r in found])
+        return [self.label(e) for e in entities]
 
     def label(self, entity: str) -> str:
         """The entity's best label (its id when it has none). Raises :class:`EntityNotFound`."""
@@ -369,6 +403,37 @@ class SparqlBackedKG(base.KnowledgeGraph):
             return False
         return bool(self._cached(("ask", head, relation, tail), lambda: self._ask(has_triple_query(h, r, t))))
 
+    def has_triples(self, triples: Sequence[Triple]) -> list[bool]:
+        """Whether each triple is stored, as :meth:`has_triple` says: the cached answers from the cache,
+        the others in one ``SELECT`` per ``values_batch_size`` distinct triples."""
+        out: dict[int, bool] = {}
+        todo: dict[tuple[str, str, str], list[int]] = {}
+        for i, t in enumerate(triples):
+            hit = self._cache.get(("ask", t.head, t.relation, t.tail))
+            if hit is not MISSING:
+                out[i] = bool(hit)
+                continue
+            terms = (self._eterm(t.head), self._rterm(t.relation), self._eterm(t.tail))
+            if any(x is None for x in terms):
+                out[i] = False
+            elif all(x.startswith("<") for x in terms):  # type: ignore[union-attr]
+                todo.setdefault(terms, []).append(i)  # type: ignore[arg-type]
+            else:  # a literal comes back in another form than its term: asked alone
+                out[i] = self.has_triple(t.head, t.relation, t.tail)
+        items = list(todo.items())
+        size = max(1, self.values_batch_size)
+        for j in range(0, len(items), size):
+            chunk = items[j : j + size]
+            rows = self._select(has_triples_query([k for k, _ in chunk]))
+            found = {(r["h"].value, r["r"].value, r["t"].value) for r in rows if {"h", "r", "t"} <= r.keys()}
+            for (h, r, o), where in chunk:
+                ok = (h[1:-1], r[1:-1], o[1:-1]) in found
+                for i in where:
+                    t = triples[i]
+                    self._cache.put(("ask", t.head, t.relation, t.tail), ok)
+                    out[i] = ok
+        return [out[i] for i in range(len(triples))]
+
     # relation paths (ChainQueries) ------------------------------------------
     def _chain_terms(
         self, topic: str, relation_path: Sequence[str]
@@ -412,7 +477,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
     ) -> dict[str, Path]:
         """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches: one grouped
-        query per ``witness_batch_size`` ends."""
+        query per ``values_batch_size`` ends."""
         rel_steps = parse_relation_path(relation_path)
         found = self._chain_terms(topic, relation_path)
         out: dict[str, Path] = {}
@@ -422,7 +487,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         targets = {e: t for e in dict.fromkeys(ends) if e != topic and (t := self._eterm(e)) is not None}
         items = list(targets.items())
         var = f"x{len(steps)}"
-        size = max(1, self.witness_batch_size)
+        size = max(1, self.values_batch_size)
         for i in range(0, len(items), size):
             chunk = dict(items[i : i + size])
             by_iri = {t[1:-1]: e for e, t in chunk.items()}

@@ -195,6 +195,14 @@ def has_triple_query(head: str, relation: str, tail: str) -> str:
     return f"ASK {{ VALUES (?h ?r ?t) {{ ({head} {relation} {tail}) }} ?h ?r ?t }}"
 
 
+def has_triples_query(triples: Sequence[tuple[str, str, str]]) -> str:
+    """``SELECT`` the stored ones of ``triples`` (rendered terms): one ``VALUES`` block of triples."""
+    if not triples:
+        raise ValueError("no triples")
+    rows = " ".join(f"({h} {r} {t})" for h, r, t in triples)
+    return f"SELECT ?h ?r ?t WHERE {{ VALUES (?h ?r ?t) {{ {rows} }} ?h ?r ?t }}"
+
+
 def has_entity_query(entity: str) -> str:
     """``ASK`` whether the IRI occurs as a subject or object."""
     ev = _values("e", [entity])
@@ -205,6 +213,14 @@ def labels_query(entity: str, predicates: Sequence[str], limit: int = 50) -> str
     """The literal labels of one entity."""
     return (
         f"SELECT ?p ?l WHERE {{ {_values('e', [entity])} {_values('p', predicates)} "
+        f"?e ?p ?l . FILTER(isLiteral(?l)) }} LIMIT {int(limit)}"
+    )
+
+
+def labels_many_query(entities: Sequence[str], predicates: Sequence[str], limit: int) -> str:
+    """The literal labels of several entities, at most ``limit`` rows in all."""
+    return (
+        f"SELECT ?e ?p ?l WHERE {{ {_values('e', entities)} {_values('p', predicates)} "
         f"?e ?p ?l . FILTER(isLiteral(?l)) }} LIMIT {int(limit)}"
     )
 

@@ -30,7 +30,9 @@ __all__ = [
     "TripleList",
     "check_direction",
     "has_chain_queries",
+    "has_triples",
     "joins_in_engine",
+    "labels_of",
     "parse_relation_path",
     "verify_path",
     "verify_paths",
@@ -339,12 +341,42 @@ def verify_path(kg: KnowledgeGraph, path: Path) -> bool:
         return False
 
 
+def has_triples(kg: KnowledgeGraph, triples: Sequence[Triple]) -> list[bool]:
+    """Whether each of ``triples`` is a triple of ``kg``: the store's own ``has_triples`` when it has one
+    (a SPARQL store asks for a batch of triples in one query), else ``has_triple`` for each."""
+    batch = getattr(kg, "has_triples", None)
+    if callable(batch):
+        return [bool(x) for x in batch(triples)]
+    return [kg.has_triple(t.head, t.relation, t.tail) for t in triples]
+
+
+def labels_of(kg: KnowledgeGraph, entities: Sequence[str]) -> list[str]:
+    """``kg.label`` of each entity, in order: the store's own ``labels_many`` when it has one (a SPARQL
+    store reads a batch's labels in one query), else ``label`` for each. Raises ``EntityNotFound`` as
+    ``label`` does."""
+    batch = getattr(kg, "labels_many", None)
+    if callable(batch):
+        return [str(x) for x in batch(entities)]
+    return [kg.label(e) for e in entities]
+
+
 def verify_paths(kg: KnowledgeGraph, paths: Iterable[Path]) -> tuple[list[Path], int]:
-    """Split paths into those that pass :func:`verify_path` and a count of the dropped ones."""
+    """Split paths into those that pass :func:`verify_path` and a count of the dropped ones.
+
+    Every distinct triple of the paths is asked once, through :func:`has_triples`; where that fails
+    with a ``KGError`` each path is verified alone, as :func:`verify_path` does.
+    """
+    paths = list(paths)
+    triples = list(dict.fromkeys(t for p in paths for t in p.triples))
+    try:
+        held: dict[Triple, bool] | None = dict(zip(triples, has_triples(kg, triples), strict=True))
+    except KGError:
+        held = None
     kept: list[Path] = []
     dropped = 0
     for p in paths:
-        if verify_path(kg, p):
+        ok = verify_path(kg, p) if held is None else bool(p.hops) and all(held[t] for t in p.triples)
+        if ok:
             kept.append(p)
         else:
             dropped += 1

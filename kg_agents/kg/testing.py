@@ -21,7 +21,17 @@ from urllib.parse import quote
 
 import pytest
 
-from kg_agents.kg.base import KnowledgeGraph, Path, Triple, TripleList, has_chain_queries, verify_path
+from kg_agents.kg.base import (
+    KnowledgeGraph,
+    Path,
+    Triple,
+    TripleList,
+    has_chain_queries,
+    has_triples,
+    labels_of,
+    verify_path,
+    verify_paths,
+)
 from kg_agents.kg.paths import enumerate_paths, follow_chain, shortest_paths
 
 __all__ = [
@@ -178,6 +188,40 @@ class KnowledgeGraphContract:
         assert not kg.has_triple("Tom Hanks", "starred_actors", "Splash")
         assert not kg.has_triple("Splash", "written_by", "Ron Howard")
         assert not kg.has_triple("No Such", "written_by", "Babaloo Mandel")
+
+    def test_has_triples_says_what_has_triple_says(self, kg: KnowledgeGraph) -> None:
+        """The batched check (the store's own ``has_triples`` where it has one) agrees with ``has_triple``
+        on stored, unstored, unknown and awkwardly named triples, repeated ones included, in order."""
+        asked = [Triple(h, r, t) for h, r, t in CONTRACT_TRIPLES]
+        asked += [
+            Triple("Tom Hanks", "starred_actors", "Splash"),
+            Triple("Splash", "written_by", "Ron Howard"),
+            Triple("No Such", "written_by", "Babaloo Mandel"),
+            Triple("Splash", "no_such_relation", "Ron Howard"),
+            Triple('The "Quoted" Film', "has_tags", "a <weird> tag"),
+            Triple("Splash", "directed_by", "Ron Howard"),
+        ]
+        want = [kg.has_triple(t.head, t.relation, t.tail) for t in asked]
+        assert want.count(False) == 4
+        assert has_triples(kg, asked) == want
+        assert has_triples(kg, []) == []
+
+    def test_labels_of_says_what_label_says(self, kg: KnowledgeGraph) -> None:
+        """The batched labels (the store's own ``labels_many`` where it has one), in order, repeats kept;
+        an unknown entity raises as ``label`` does."""
+        from kg_agents.errors import EntityNotFound
+
+        ents = ["Splash", "Tom Hanks", 'The "Quoted" Film', "Splash", "Ron Howard"]
+        assert labels_of(kg, ents) == [kg.label(e) for e in ents]
+        assert labels_of(kg, []) == []
+        with pytest.raises(EntityNotFound):
+            labels_of(kg, ["Splash", "No Such Entity Anywhere"])
+
+    def test_verify_paths_splits_kept_and_dropped(self, kg: KnowledgeGraph) -> None:
+        good = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall")
+        bad = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Ron Howard")
+        one = Path.from_text("Splash -> directed_by -> Ron Howard")
+        assert verify_paths(kg, [good, bad, one, good]) == ([good, one, good], 1)
 
     def test_awkward_names_round_trip(self, kg: KnowledgeGraph) -> None:
         got = kg.neighbors('The "Quoted" Film')

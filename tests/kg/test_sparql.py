@@ -305,14 +305,14 @@ def test_batches_are_sent_at_once_and_give_what_one_after_another_gives(endpoint
 
 
 def test_chain_witnesses_send_one_values_block_per_witness_batch(endpoint: MiniEndpoint) -> None:
-    """Witnesses are grouped by ``witness_batch_size``, not by ``neighbors_many``'s ``batch_size``."""
+    """Witnesses are grouped by ``values_batch_size``, not by ``neighbors_many``'s ``batch_size``."""
     path = ["~starred_actors", "directed_by"]
     kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=1, cache_size=0)
     ends = [*kg.chain_ends("Tom Hanks", path)[0], "Steve Martin", "No Such Movie"]
     sent = kg.requests_sent
     want = kg.chain_witnesses("Tom Hanks", path, ends)
     assert len(want) >= 2 and kg.requests_sent - sent == 1
-    kg.witness_batch_size = 1
+    kg.values_batch_size = 1
     sent = kg.requests_sent
     got = kg.chain_witnesses("Tom Hanks", path, ends)
     assert got == want and kg.requests_sent - sent == len(ends)

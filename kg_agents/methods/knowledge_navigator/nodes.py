@@ -24,7 +24,15 @@ from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, halted, no_answer_error
 from kg_agents.errors import ConfigError, KGAgentsError
-from kg_agents.kg.base import INVERSE_PREFIX, Direction, Path, Triple, check_direction, joins_in_engine
+from kg_agents.kg.base import (
+    INVERSE_PREFIX,
+    Direction,
+    Path,
+    Triple,
+    check_direction,
+    joins_in_engine,
+    labels_of,
+)
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
 from kg_agents.methods.knowledge_navigator.knowledge import (
@@ -559,7 +567,7 @@ def reason(
         ends = [e for e, d in depths.items() if d == deepest and d > 0]
         if state.get("conjunction_route"):  # the entities where the topics' walks meet
             ends = list(state.get("conjunction") or {})
-        labels = list(dict.fromkeys(deps.kg.label(e) for e in ends))
+        labels = list(dict.fromkeys(labels_of(deps.kg, ends)))
         if not labels:
             return {"raw_answer": "", "trace": [{"node": "reason", "decide": "rank", "candidates": 0}]}
         ranking = rank(deps.llm, messages, labels, prefix="Answer: ", role="answer", keys=labels)
@@ -588,7 +596,8 @@ def answer(
     parents = state.get("parents") or {}
     topics = set(state.get("topic_entities") or [])
     support = (state.get("conjunction") or {}) if state.get("conjunction_route") else {}
-    labels = {e: deps.kg.label(e) for e in (support or parents)}
+    labelled = list(support or parents)
+    labels = dict(zip(labelled, labels_of(deps.kg, labelled), strict=True))
     by_label: dict[str, list[str]] = {}
     for e, lab in labels.items():
         by_label.setdefault(lab.lower(), []).append(e)

@@ -25,7 +25,7 @@ from kg_agents.core.metering import MeteredKG
 from kg_agents.core.prompts import PromptLike, prompt_templates
 from kg_agents.core.support import support_paths
 from kg_agents.errors import EntityNotFound
-from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple
+from kg_agents.kg.base import INVERSE_PREFIX, Direction, KnowledgeGraph, Path, Triple, labels_of
 from kg_agents.tools.kg_tools import KGToolbox
 from kg_agents.untrusted import kg_block, kg_text
 
@@ -37,10 +37,12 @@ __all__ = [
     "PROMPT_DIR",
     "Interaction",
     "entity_label",
+    "entity_labels",
     "graph_definition",
     "load_prompts",
     "toolbox_relation",
     "triple_text",
+    "triple_texts",
 ]
 
 #: The folder of the bundled prompts, under ``kg_agents/methods``.
@@ -109,6 +111,23 @@ def entity_label(kg: Any, entity: str) -> str:
 def triple_text(kg: Any, t: Triple) -> str:
     """``head -> relation -> tail`` with the entities' labels (the relation id as it is)."""
     return f"{entity_label(kg, t.head)} -> {t.relation} -> {entity_label(kg, t.tail)}"
+
+
+def entity_labels(kg: Any, entities: Sequence[str]) -> list[str]:
+    """:func:`entity_label` of each entity, in order, read in batches where the store reads labels so."""
+    try:
+        return labels_of(kg, entities)
+    except EntityNotFound:
+        return [entity_label(kg, e) for e in entities]
+
+
+def triple_texts(kg: Any, triples: Sequence[Triple]) -> list[str]:
+    """:func:`triple_text` of each triple, the entities' labels read in batches where the store reads
+    labels so."""
+    names = dict(
+        zip(ends := [x for t in triples for x in (t.head, t.tail)], entity_labels(kg, ends), strict=True)
+    )
+    return [f"{names[t.head]} -> {t.relation} -> {names[t.tail]}" for t in triples]
 
 
 class Interaction:
@@ -182,7 +201,7 @@ class Interaction:
         """The branch's last ``max_context_triples`` triples, one a line (``(none)`` without any)."""
         triples = branch.get("triples") or []
         triples = triples[-self.max_context_triples :]
-        return kg_block(kg_text(triple_text(self.kg, t)) for t in triples) if triples else "(none)"
+        return kg_block(kg_text(x) for x in triple_texts(self.kg, triples)) if triples else "(none)"
 
     def candidates(self, branch: dict[str, Any]) -> dict[str, list[Path]]:
         """The nodes a branch's triples connect to its start entities (shortest paths), by label."""

@@ -13,8 +13,9 @@ from kg_agents.kg.base import Triple, joins_in_engine
 from kg_agents.methods.graph_cot.interaction.base import (
     Interaction,
     entity_label,
+    entity_labels,
     toolbox_relation,
-    triple_text,
+    triple_texts,
 )
 from kg_agents.methods.graph_cot.parsing import (
     match_relations,
@@ -138,7 +139,7 @@ class ExploreInteraction(Interaction):
                 question, thought, seen, visited, {**branch, "plan": plan}, settings
             )
         trace["search"] = search_trace
-        step["observation"] = "; ".join(kg_text(triple_text(self.kg, t)) for t in found) or "no new triples"
+        step["observation"] = "; ".join(kg_text(x) for x in triple_texts(self.kg, found)) or "no new triples"
         answers = None
         if ranked and found and search_trace and search_trace[-1].get("end"):
             # End? said the knowledge suffices: the answer is ranked among the entities this step reached
@@ -196,12 +197,12 @@ class ExploreInteraction(Interaction):
         these, a whole chain's ends), ranked."""
         origins = set(branch.get("seen") or []) | set(branch.get("starts") or [])
         reached = ends if ends is not None else [x for t in found for x in (t.head, t.tail)]
-        labels = list(dict.fromkeys(entity_label(self.kg, x) for x in reached if x not in origins))
+        labels = list(dict.fromkeys(entity_labels(self.kg, [x for x in reached if x not in origins])))
         if not labels:
             return None
         triples = [*(branch.get("triples") or []), *found][-self.max_context_triples :]
         chain = f"Thought: {thought}\nKnowledge Triples:\n" + "\n".join(
-            kg_text(triple_text(self.kg, t)) for t in triples
+            kg_text(x) for x in triple_texts(self.kg, triples)
         )
         msgs = self.prompts["final_answer"].format_messages(question=question, chain=chain)
         ranking = rank(self.model, msgs, labels, prefix="Answer: ", role="answer", keys=labels)
@@ -257,7 +258,7 @@ class ExploreInteraction(Interaction):
                     rec.setdefault("off_chain", {})[f"{ent} {rel}"] = len(tails) - len(on_chain)
                     tails = on_chain
             if len(tails) > 1:
-                labels = [entity_label(self.kg, t.other(ent)) for t in tails]
+                labels = entity_labels(self.kg, [t.other(ent) for t in tails])
                 ent_prompt = self.prompts["explore_prune_entities"].format_messages(
                     question=question,
                     head_entity=kg_text(entity_label(self.kg, ent)),
@@ -358,12 +359,12 @@ class ExploreInteraction(Interaction):
             end_prompt = self.prompts["explore_end"].format_messages(
                 question=question,
                 thoughts=thought,
-                triples=kg_block(kg_text(triple_text(self.kg, t)) for t in triples) if triples else "(none)",
+                triples=kg_block(kg_text(x) for x in triple_texts(self.kg, triples)) if triples else "(none)",
                 attributes="(none)",
             )
             if settings.get("decide", "rank") == "rank":
                 reached = tuple(
-                    dict.fromkeys(entity_label(self.kg, x) for t in found for x in (t.head, t.tail))
+                    dict.fromkeys(entity_labels(self.kg, [x for t in found for x in (t.head, t.tail)]))
                 )
                 rec["end"] = (
                     rank(
