@@ -46,40 +46,15 @@ def test_reads_that_are_not_queries_count_nothing() -> None:
     assert node({})["usage"]["kg_calls"] == 0
 
 
-def test_a_batched_triple_check_counts_one_kg_call_where_the_store_has_one(tmp_path: Any) -> None:
-    """``has_triples`` (an optional store method) is one KG call for the batch; a store without it is
-    asked ``has_triple`` for each triple, each counted."""
-    from kg_agents.kg.base import Triple, has_triples
+def test_batched_reads_count_one_kg_call_where_the_store_has_them(tmp_path: Any) -> None:
+    """``has_triples`` and ``labels_many`` (optional store methods) are one KG call for the batch; a store
+    without them is asked ``has_triple`` / ``label`` for each, each counted."""
+    from kg_agents.kg.base import Triple, has_triples, labels_of
     from kg_agents.kg.rdf import RdfKG
     from kg_agents.kg.testing import write_contract_ntriples
     from tests.servers import CONTRACT_PROFILE
 
     asked = [Triple(h, r, t) for h, r, t in CONTRACT_TRIPLES[:3]] + [Triple("Splash", "written_by", "Big")]
-    stores = {
-        "batched": RdfKG.from_file(write_contract_ntriples(tmp_path / "c.nt"), profile=CONTRACT_PROFILE),
-        "one by one": MemoryKG(CONTRACT_TRIPLES),
-    }
-    calls = {}
-    for name, kg in stores.items():
-        mkg = MeteredKG(kg)
-
-        @metered
-        def node(state: dict[str, Any]) -> dict[str, Any]:
-            return {"out": has_triples(mkg, asked)}  # noqa: B023 - called at once
-
-        out = node({})
-        assert out["out"] == [True, True, True, False], name
-        calls[name] = out["usage"]["kg_calls"]
-    assert calls == {"batched": 1, "one by one": 4}
-
-
-def test_batched_labels_count_one_kg_call_where_the_store_has_them(tmp_path: Any) -> None:
-    """``labels_many`` (optional) is one KG call for the batch; otherwise ``label`` is counted for each."""
-    from kg_agents.kg.base import labels_of
-    from kg_agents.kg.rdf import RdfKG
-    from kg_agents.kg.testing import write_contract_ntriples
-    from tests.servers import CONTRACT_PROFILE
-
     ents = ["Splash", "Tom Hanks", "Ron Howard"]
     stores = {
         "batched": RdfKG.from_file(write_contract_ntriples(tmp_path / "c.nt"), profile=CONTRACT_PROFILE),
@@ -91,9 +66,13 @@ def test_batched_labels_count_one_kg_call_where_the_store_has_them(tmp_path: Any
 
         @metered
         def node(state: dict[str, Any]) -> dict[str, Any]:
-            return {"out": labels_of(mkg, ents)}  # noqa: B023 - called at once
+            return {"out": state["read"](state["kg"])}
 
-        out = node({})
-        assert out["out"] == ents, name
-        calls[name] = out["usage"]["kg_calls"]
-    assert calls == {"batched": 1, "one by one": 3}
+        for read, want in (
+            (lambda k: has_triples(k, asked), [True, True, True, False]),
+            (lambda k: labels_of(k, ents), ents),
+        ):
+            out = node({"read": read, "kg": mkg})
+            assert out["out"] == want, name
+            calls.setdefault(name, []).append(out["usage"]["kg_calls"])
+    assert calls == {"batched": [1, 1], "one by one": [4, 3]}
