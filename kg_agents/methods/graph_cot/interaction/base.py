@@ -124,9 +124,8 @@ def entity_labels(kg: Any, entities: Sequence[str]) -> list[str]:
 def triple_texts(kg: Any, triples: Sequence[Triple]) -> list[str]:
     """:func:`triple_text` of each triple, the entities' labels read in batches where the store reads
     labels so."""
-    names = dict(
-        zip(ends := [x for t in triples for x in (t.head, t.tail)], entity_labels(kg, ends), strict=True)
-    )
+    ends = list(dict.fromkeys(x for t in triples for x in (t.head, t.tail)))
+    names = dict(zip(ends, entity_labels(kg, ends), strict=True))
     return [f"{names[t.head]} -> {t.relation} -> {names[t.tail]}" for t in triples]
 
 
