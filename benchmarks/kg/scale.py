@@ -30,6 +30,11 @@ RATE (seeded, ``--fault-seed``), a third of them each way: held twice ``--timeou
 HTTP 500, or dropped without an answer. The
 questions are then counted by the type of their first error record, and the proxy's counts are shown.
 
+With ``--warmup N`` every method first asks N other sampled questions (drawn with ``--seed`` + 1, the
+fixed hub questions left out), untimed and each in its own process, so that the timed questions meet a
+server that has been serving rather than one reading its pages for the first time; the warm-up's p50 and
+p95 are printed beside it.
+
 Columns: method, questions, found (questions whose answers include a gold answer), verified paths (mean
 per question), errors, truncated (questions whose trace reports a fan-out cut), p50 / p95 / max seconds
 per question, KG calls per question (the metered ones), the client's max RSS (MB; ``ru_maxrss``) after
@@ -40,7 +45,7 @@ Usage::
     PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
         [--methods graph_rag,knowledge_navigator,graph_explore,graph_agent,dualr,gcr_trie] [--workdir DIR]
         [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--faults 0.05]
-        [--json out.json] [--worker-path OTHER_CHECKOUT]
+        [--warmup 20] [--json out.json] [--worker-path OTHER_CHECKOUT]
 
 With ``--db`` the database is kept: a first run loads (``--load-only`` stops there), a later run with the
 same ``--db`` asks the questions on it without loading again, and shows the load figures it saved.
@@ -72,6 +77,8 @@ METHODS = ("graph_rag", "knowledge_navigator", "graph_explore", "graph_agent", "
 TRIE_HOPS = 2
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKIP = {"type.object.type"}
+#: The kinds of the fixed questions from the planned hubs, the first of every sample.
+HUB_KINDS = ("hub:actor", "hub:director", "hub:country", "hub:topic")
 #: The most gold labels kept per question for the oracle and the "found" column.
 MAX_GOLD = 20_000
 
@@ -150,7 +157,7 @@ def sample_questions(kg: Any, gen: Any, n: int, seed: int) -> list[dict[str, Any
     from kg_agents.kg.synthetic import PROBE_PATH
 
     rng = random.Random(seed)
-    fixed: list[tuple[str, str, list[str], bool]] = [
+    fixed: list[tuple[str, str, list[str], bool]] = [  # their kinds: HUB_KINDS
         ("hub:actor", gen.hub("actor").entity, list(PROBE_PATH), True),
         ("hub:director", gen.hub("director").entity, ["~film.film.directed_by", "film.film.genre"], False),
         ("hub:country", gen.hub("country").entity, ["~film.film.country", "film.film.directed_by"], False),
@@ -464,6 +471,14 @@ def main(argv: list[str] | None = None) -> int:
         "of them: a timeout (held twice --timeout), an HTTP 500 or a dropped connection, a third each",
     )
     ap.add_argument("--fault-seed", type=int, default=0)
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="before the timed questions, every method asks this many other sampled questions "
+        "(seed + 1, the hub questions left out), untimed, each in its own process: a server that has "
+        "been serving, not one whose pages are read for the first time",
+    )
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--worker-path",
@@ -527,6 +542,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {len(qs)} questions in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
             qfile = Path(tmp) / "questions.json"
             qfile.write_text(json.dumps(qs))
+            wfile: Path | None = None
+            if args.warmup:
+                warm = sample_questions(kg, gen, args.warmup + len(HUB_KINDS), args.seed + 1)
+                warm = [q for q in warm if q["kind"] not in HUB_KINDS]
+                wfile = Path(tmp) / "warmup.json"
+                wfile.write_text(json.dumps(warm))
+                load["warmup_questions"] = len(warm)
             results = []
             root = str(Path(__file__).resolve().parents[2])
             worker_path = os.pathsep.join([args.worker_path, root] if args.worker_path else [root])
@@ -539,6 +561,20 @@ def main(argv: list[str] | None = None) -> int:
                     rates = dict.fromkeys(("delay", "http500", "close"), args.faults / 3)
                     proxy.set_random(rates, seed=args.fault_seed, delay=2 * args.timeout)
                     endpoint = proxy.endpoint
+                if wfile is not None:
+                    for m in methods:  # untimed, on the server itself (no fault proxy)
+                        t0 = time.perf_counter()
+                        cmd = [sys.executable, __file__, "--worker", m, str(wfile), srv.endpoint]
+                        proc = subprocess.run(
+                            [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True,
+                            check=False, env={**os.environ, "PYTHONPATH": worker_path},
+                        )  # fmt: skip
+                        took = time.perf_counter() - t0
+                        brief = f"rc {proc.returncode}"
+                        if proc.returncode == 0:
+                            w = summarise(json.loads(proc.stdout.strip().splitlines()[-1]))
+                            brief = f"{w['questions']} questions, p50 {w['p50']:.2f}s, p95 {w['p95']:.2f}s"
+                        print(f"# warm-up {m}: {brief}, {took:.1f}s in all", file=sys.stderr, flush=True)
                 for m in methods:
                     cmd = [sys.executable, __file__, "--worker", m, str(qfile), endpoint]
                     proc = subprocess.run(
