@@ -8,6 +8,8 @@ Example:
     ...     lru.put(key, value)
     >>> lru.get("a") is MISSING, lru.get("c"), len(lru), (lru.hits, lru.misses)
     (True, 3, 2, (1, 1))
+    >>> "b" in lru, "a" in lru, (lru.hits, lru.misses)  # not counted as lookups
+    (True, False, (1, 1))
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class LRU(Generic[K, V]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is held; neither counted as a lookup nor made the most recently used."""
+        with self._lock:
+            return key in self._data
 
     def get(self, key: K) -> V | Any:
         """The value stored for ``key`` (now the most recently used), else :data:`MISSING`."""

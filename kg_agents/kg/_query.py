@@ -8,7 +8,9 @@ The query builders, the row types and the read-only check are re-exported here.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Hashable, Iterator, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -96,6 +98,10 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: Ends per :meth:`chain_witnesses` query and triples per :meth:`has_triples` query: one ``VALUES``
     #: block, cheap to compile at any size, unlike ``neighbors_many``'s subquery per entity.
     values_batch_size: int = 128
+    #: Labels read ahead: the entities met in neighbour lists (the last this many, oldest dropped) wait
+    #: for their labels, and the first ``label`` asked of one reads the labels of those met after it
+    #: with it, ``values_batch_size`` in one query; 0 reads each label alone.
+    label_readahead: int = 4096
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
@@ -111,6 +117,9 @@ class SparqlBackedKG(base.KnowledgeGraph):
     def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
         self._cache: LRU[Hashable, Any] = LRU(cache_size)
         self.ordered = bool(ordered)
+        # entities met in neighbour lists whose labels are not read yet (IRI terms), oldest first
+        self._ahead: OrderedDict[str, str] = OrderedDict()
+        self._ahead_lock = threading.Lock()
 
     # subclasses --------------------------------------------------------------
     def _select(self, query: str) -> list[Row]:  # pragma: no cover - abstract
@@ -165,6 +174,8 @@ class SparqlBackedKG(base.KnowledgeGraph):
     def clear_cache(self) -> None:
         """Forget cached neighbour and label results."""
         self._cache.clear()
+        with self._ahead_lock:
+            self._ahead.clear()
 
     @property
     def cache_info(self) -> dict[str, int]:
@@ -178,6 +189,65 @@ class SparqlBackedKG(base.KnowledgeGraph):
             return False
         return bool(self._cached(("has", entity), lambda: self._ask(has_entity_query(term))))
 
+    def _met(self, triples: Iterable[Triple]) -> None:
+        """Note the entities of ``triples`` (they are stored) for :meth:`_labels` to read ahead."""
+        size = self.label_readahead
+        if size <= 0:
+            return
+        with self._ahead_lock:
+            for t in triples:
+                for e in (t.head, t.tail):
+                    if e in self._ahead or ("labels", e) in self._cache:
+                        continue
+                    term = self._eterm(e)
+                    if term is not None and term.startswith("<"):
+                        self._ahead[e] = term
+            while len(self._ahead) > size:
+                self._ahead.popitem(last=False)
+
+    def _ahead_batch(self, entity: str) -> list[tuple[str, str]]:
+        """``entity`` and the entities met after it whose labels are not read, at most
+        ``values_batch_size``, taken off the read-ahead list; empty when ``entity`` is not on it."""
+        with self._ahead_lock:
+            if entity not in self._ahead:
+                return []
+            batch: list[tuple[str, str]] = []
+            started = False
+            for e, term in self._ahead.items():
+                started = started or e == entity
+                if started and ("labels", e) not in self._cache:
+                    batch.append((e, term))
+                    if len(batch) >= max(1, self.values_batch_size):
+                        break
+            for e, _ in batch:
+                del self._ahead[e]
+            return batch
+
+    def _read_labels(self, chunk: dict[str, str], *, stored: bool = False) -> dict[str, list[Node]]:
+        """The labels of ``chunk``'s entities (id -> term) in one query, each entity's best first, put
+        in the cache; empty when the rows pass ``page_size`` (or 50 an entity). ``stored``: the
+        entities are known to be in the graph, so one without a label is not asked about again."""
+        preds = [iri(p) for p in self.profile.label_predicates]
+        rank = {p: i for i, p in enumerate(self.profile.label_predicates)}
+        cap = min(50 * len(chunk), self.page_size or 5_000)
+        rows = self._select(labels_many_query(list(chunk.values()), preds, cap + 1))
+        if len(rows) > cap:
+            return {}  # cut short: label() reads each of these alone
+        by_iri = {t[1:-1]: e for e, t in chunk.items()}
+        got: dict[str, list[Row]] = {e: [] for e in chunk}
+        for r in rows:
+            owner = by_iri.get(r["e"].value)
+            if owner is not None:
+                got[owner].append(r)
+        out: dict[str, list[Node]] = {}
+        for e, found in got.items():
+            found.sort(key=lambda r: (rank.get(r["p"].value, 99), self._lang_rank(r["l"])))
+            out[e] = [r["l"] for r in found]
+            self._cache.put(("labels", e), out[e])
+            if stored and not found:
+                self._cache.put(("has", e), True)
+        return out
+
     def _labels(self, entity: str) -> list[Node]:
         term = self._eterm(entity)
         if term is None:
@@ -185,6 +255,11 @@ class SparqlBackedKG(base.KnowledgeGraph):
         preds = [iri(p) for p in self.profile.label_predicates]
 
         def compute() -> list[Node]:
+            batch = self._ahead_batch(entity)
+            if batch:
+                got = self._read_labels(dict(batch), stored=True)
+                if entity in got:
+                    return got[entity]
             rows = self._select(labels_query(term, preds))
             rank = {p: i for i, p in enumerate(self.profile.label_predicates)}
             rows.sort(key=lambda r: (rank.get(r["p"].value, 99), self._lang_rank(r["l"])))
@@ -209,25 +284,10 @@ class SparqlBackedKG(base.KnowledgeGraph):
             term = self._eterm(e)
             if term is not None and self._cache.get(("labels", e)) is MISSING:
                 todo[e] = term
-        preds = [iri(p) for p in self.profile.label_predicates]
-        rank = {p: i for i, p in enumerate(self.profile.label_predicates)}
         items = list(todo.items())
         size = max(1, self.values_batch_size)
         for j in range(0, len(items), size):
-            chunk = dict(items[j : j + size])
-            cap = min(50 * len(chunk), self.page_size or 5_000)
-            rows = self._select(labels_many_query(list(chunk.values()), preds, cap + 1))
-            if len(rows) > cap:
-                continue  # cut short: label() reads each of these alone
-            by_iri = {t[1:-1]: e for e, t in chunk.items()}
-            got: dict[str, list[Row]] = {e: [] for e in chunk}
-            for r in rows:
-                owner = by_iri.get(r["e"].value)
-                if owner is not None:
-                    got[owner].append(r)
-            for e, found in got.items():
-                found.sort(key=lambda r: (rank.get(r["p"].value, 99), self._lang_rank(r["l"])))
-                self._cache.put(("labels", e), [r["l"] for r in found])
+            self._read_labels(dict(items[j : j + size]))
         return [self.label(e) for e in entities]
 
     def label(self, entity: str) -> str:
@@ -364,6 +424,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
                 result[e] = TripleList(triples[:limit], truncated=True, total=None)
             else:
                 result[e] = TripleList(triples, truncated=False, total=len(triples))
+            self._met(result[e])
         return result
 
     def _paged_edges(
@@ -380,6 +441,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
             for row in self._pages(edge_side_query(term, rterm, inverse), f"?r ?{v}", want):
                 r, x = rel_id(row["r"].value), ent_id(row[v].value)
                 triples.append(Triple(x, r, e) if inverse else Triple(e, r, x))
+        self._met(triples[:limit])
         if len(triples) > limit:
             return TripleList(triples[:limit], truncated=True, total=None)
         return TripleList(triples, truncated=False, total=len(triples))
