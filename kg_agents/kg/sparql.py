@@ -91,11 +91,11 @@ class SparqlKG(SparqlBackedKG):
             grows faster than its branches, so small batches answer sooner.
         parallel_requests: ``neighbors_many`` batches sent at once, each on its own thread (1: one
             after another).
-        label_readahead: the entities met in neighbour lists wait, the last this many, for their
-            labels; the first ``label`` asked of one reads the labels of it and those met after it in
-            one query (``values_batch_size``, 128, at most), so that labelling a neighbour list costs a
-            request, not one per entity, and a label-less entity (a mediator) is not asked about
-            again. 0 reads each label alone.
+        readahead: the entities met in neighbour lists wait, the last this many, for their labels
+            and relations; the first ``label`` (or ``relations`` in one direction) asked of one reads
+            those of it and of the entities met after it in one query (``values_batch_size``, 128, at
+            most), so that labelling a neighbour list costs a request, not one per entity, and a
+            label-less entity (a mediator) is not asked about again. 0 reads each entity's alone.
         post_threshold: queries longer than this many characters are POSTed (shorter ones use GET).
         name: a short name (default: the endpoint URL).
         headers: extra HTTP headers (e.g. ``Authorization``).
@@ -138,12 +138,12 @@ class SparqlKG(SparqlBackedKG):
         ordered: bool = False,
         max_neighbors: int | None = 10_000,
         page_size: int = 5_000,
-        label_readahead: int = 4096,
+        readahead: int = 4096,
     ) -> None:
         super().__init__(cache_size=cache_size, ordered=ordered)
-        if isinstance(label_readahead, bool) or not isinstance(label_readahead, int) or label_readahead < 0:
-            raise ConfigError(f"label_readahead must be a non-negative integer, got {label_readahead!r}")
-        self.label_readahead = label_readahead
+        if isinstance(readahead, bool) or not isinstance(readahead, int) or readahead < 0:
+            raise ConfigError(f"readahead must be a non-negative integer, got {readahead!r}")
+        self.readahead = readahead
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if max_neighbors is not None and (not _positive(max_neighbors)):

@@ -344,7 +344,7 @@ def test_cache_avoids_round_trips(endpoint: MiniEndpoint) -> None:
 
 def test_labels_of_a_neighbour_list_are_read_in_one_request(endpoint: MiniEndpoint) -> None:
     """An entity met in a neighbour list has its label read with those met after it, in one request."""
-    alone = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, label_readahead=0)
+    alone = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, readahead=0)
     kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE)
     films = [t.head for t in kg.neighbors("Tom Hanks", direction="in")]
     alone.neighbors("Tom Hanks", direction="in")
@@ -356,8 +356,8 @@ def test_labels_of_a_neighbour_list_are_read_in_one_request(endpoint: MiniEndpoi
     assert kg.label("Tom Hanks") == "Tom Hanks" and kg.requests_sent - sent == 1  # read with the films
     with pytest.raises(EntityNotFound):  # an entity no list held is still asked about alone
         kg.label("No Such Film")
-    # the last ``label_readahead`` entities met wait; the first film met is no longer among them
-    short = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, label_readahead=2)
+    # the last ``readahead`` entities met wait; the first film met is no longer among them
+    short = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, readahead=2)
     met = [t.head for t in short.neighbors("Tom Hanks", direction="in")]
     sent = short.requests_sent
     assert [short.label(f) for f in met] == met and short.requests_sent - sent == 3
@@ -366,12 +366,30 @@ def test_labels_of_a_neighbour_list_are_read_in_one_request(endpoint: MiniEndpoi
     assert kg.label(films[1]) == films[1] and kg.requests_sent - sent == 1
 
 
+def test_relations_of_a_neighbour_list_are_read_in_one_request(endpoint: MiniEndpoint) -> None:
+    """An entity met in a neighbour list has its relations (each direction) read with those met after
+    it, in one request; the lists are those read one entity at a time."""
+    alone = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, readahead=0)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE)
+    films = [t.head for t in kg.neighbors("Tom Hanks", direction="in")]
+    for direction in ("out", "in", "both"):
+        sent = kg.requests_sent
+        got = [kg.relations(f, direction) for f in films]
+        assert got == [alone.relations(f, direction) for f in films]
+        assert kg.requests_sent - sent == 1, direction
+    assert kg.relations("Tom Hanks", "in") == ["starred_actors"]
+    # rows past page_size: each entity's relations are read alone
+    small = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, page_size=1)
+    small.neighbors("Tom Hanks", direction="in")
+    assert [small.relations(f, "both") for f in films] == [alone.relations(f, "both") for f in films]
+
+
 def test_an_entity_met_without_a_label_is_not_asked_about(tmp_path: Any) -> None:
     """A label-less entity from a neighbour list is its own label, without an existence check."""
     ep = MiniEndpoint(write_contract_ntriples(tmp_path / "bare.nt", with_labels=False))
     try:
         kg = SparqlKG(ep.url, profile=CONTRACT_PROFILE)
-        alone = SparqlKG(ep.url, profile=CONTRACT_PROFILE, label_readahead=0)
+        alone = SparqlKG(ep.url, profile=CONTRACT_PROFILE, readahead=0)
         films = [t.head for t in kg.neighbors("Tom Hanks", direction="in")]
         alone.neighbors("Tom Hanks", direction="in")
         sent, sent_alone = kg.requests_sent, alone.requests_sent
@@ -454,8 +472,8 @@ def test_options_are_checked() -> None:
         with pytest.raises(ConfigError, match="parallel_requests"):
             SparqlKG("http://127.0.0.1:1/sparql", parallel_requests=bad)  # type: ignore[arg-type]
     for bad in (-1, 1.5, True, "4"):
-        with pytest.raises(ConfigError, match="label_readahead"):
-            SparqlKG("http://127.0.0.1:1/sparql", label_readahead=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="readahead"):
+            SparqlKG("http://127.0.0.1:1/sparql", readahead=bad)  # type: ignore[arg-type]
     kg = open_kg("http://127.0.0.1:1/sparql", profile="freebase", timeout=2.0)
     assert isinstance(kg, SparqlKG) and kg.profile.name == "freebase" and kg.timeout == 2.0
 

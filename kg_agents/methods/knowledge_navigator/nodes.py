@@ -448,9 +448,18 @@ def expand(
         steps = [(h.source, h.triple) for w in walks for p in w.paths for h in p.hops]
         truncated = [t for w in walks for t in w.truncated]
         hop = len(chains[0]) - 1  # the walks end at the chains' ends: this is the last hop
-    for e in [] if whole else state.get("core") or []:
+    core = [] if whole else list(state.get("core") or [])
+    by_relation: dict[tuple[str, Direction], list[str]] = {}  # each kept relation's entities: one read
+    for e in core:
         for rel, direction in selected.get(e, []):
-            tl = deps.kg.neighbors(e, rel, check_direction(direction), limit=deps.fanout_limit)
+            by_relation.setdefault((rel, check_direction(direction)), []).append(e)
+    lists = {
+        (rel, d): deps.kg.neighbors_many(ents, rel, d, limit=deps.fanout_limit)
+        for (rel, d), ents in by_relation.items()
+    }
+    for e in core:
+        for rel, direction in selected.get(e, []):
+            tl = lists[(rel, check_direction(direction))][e]
             if tl.truncated:
                 truncated.append(f"{e} {traced_relation(rel, direction)}")
             steps.extend((e, t) for t in tl)

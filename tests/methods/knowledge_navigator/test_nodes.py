@@ -151,6 +151,30 @@ def test_expand_follows_the_selected_relations():
     assert after_expand({**state, **out, "hops": 1}) == "verbalise"
 
 
+def test_expand_reads_each_kept_relation_once_for_its_whole_core():
+    """A core of several entities with the same kept relations: one KG read per relation and direction,
+    the triples in the core's order as one read per entity gives them."""
+    state = {
+        "hop": 0,
+        "core": ["Splash", "Parenthood", "Big"],
+        "visited": ["Ron Howard"],
+        "selected": {
+            "Splash": [["starred_actors", "out"], ["written_by", "out"]],
+            "Parenthood": [["starred_actors", "out"]],
+            "Big": [["starred_actors", "out"]],
+        },
+    }
+    out = expand(make_deps(), state, run(max_core_entities=10))
+    assert out["retrieved"] == [
+        Triple("Splash", "starred_actors", "Tom Hanks"),
+        SPLASH_WRITTEN,
+        Triple("Parenthood", "starred_actors", "Steve Martin"),
+        Triple("Big", "starred_actors", "Tom Hanks"),
+    ]
+    assert out["core"] == ["Tom Hanks", "Babaloo Mandel", "Steve Martin"]
+    assert out["usage"]["kg_calls"] == 2
+
+
 def test_verbalise_knowledge_keeps_the_deepest_triples():
     state = {"retrieved": [SPLASH_WRITTEN, SPLASH_DIRECTED]}
     out = verbalise_knowledge(make_deps(), state, run(max_triples=1))
