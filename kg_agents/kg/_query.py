@@ -111,8 +111,8 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: Read ahead: the entities met in neighbour lists (the last this many, oldest dropped) wait for
     #: their labels and their relations; the first ``label`` (or ``relations`` in one direction) asked
     #: of one reads those of the entities met after it with it, ``values_batch_size`` in one query.
-    #: 0 reads each entity's alone.
-    readahead: int = 4096
+    #: 0 (here: an in-process store has no round trip to save) reads each entity's alone.
+    readahead: int = 0
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked

@@ -217,6 +217,24 @@ class KnowledgeGraphContract:
         with pytest.raises(EntityNotFound):
             labels_of(kg, ["Splash", "No Such Entity Anywhere"])
 
+    def test_labels_and_relations_after_neighbour_lists(self, kg: KnowledgeGraph) -> None:
+        """Labels and relations of the entities met in neighbour lists (what a SPARQL store reads ahead,
+        its ``readahead``) are each entity's own, in every direction."""
+        from kg_agents.kg.memory import MemoryKG
+
+        truth = MemoryKG(CONTRACT_TRIPLES)
+        clear = getattr(kg, "clear_cache", None)
+        if callable(clear):
+            clear()
+        lists = kg.neighbors_many(["Tom Hanks", "Ron Howard", "Amélie"], direction="both")
+        met = list(dict.fromkeys(t.other(e) for e, tl in lists.items() for t in tl))
+        assert len(met) == 7
+        for direction in ("in", "out", "both"):
+            got = [set(kg.relations(e, direction)) for e in met]
+            assert got == [set(truth.relations(e, direction)) for e in met], direction
+        assert [kg.label(e) for e in met] == [kg.label(e) for e in reversed(met)][::-1]
+        assert all(kg.label(e) in (e, truth.label(e)) for e in met)
+
     def test_verify_paths_splits_kept_and_dropped(self, kg: KnowledgeGraph) -> None:
         good = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Penny Marshall")
         bad = Path.from_text("Tom Hanks -> ~starred_actors -> Big -> directed_by -> Ron Howard")
