@@ -40,7 +40,6 @@ from kg_agents.kg._query_builders import (
     neighbors_query,
     page_query,
     query_form,
-    relations_many_query,
     relations_query,
     triple_page_query,
 )
@@ -72,18 +71,9 @@ __all__ = [
     "neighbors_query",
     "page_query",
     "query_form",
-    "relations_many_query",
     "relations_query",
     "triple_page_query",
 ]
-
-#: What is read ahead for the entities met in neighbour lists (:meth:`SparqlBackedKG._met`).
-_READ_AHEAD: tuple[Hashable, ...] = ("labels", ("rels", "out"), ("rels", "in"), ("rels", "both"))
-
-
-def _ahead_key(kind: Hashable, entity: str) -> Hashable:
-    """The cache key of ``entity``'s result for the read-ahead ``kind``."""
-    return ("labels", entity) if kind == "labels" else ("rels", entity, kind[1])  # type: ignore[index]
 
 
 def _check_limit(limit: int | None) -> None:
@@ -108,10 +98,10 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: Ends per :meth:`chain_witnesses` query and triples per :meth:`has_triples` query: one ``VALUES``
     #: block, cheap to compile at any size, unlike ``neighbors_many``'s subquery per entity.
     values_batch_size: int = 128
-    #: Read ahead: the entities met in neighbour lists (the last this many, oldest dropped) wait for
-    #: their labels and their relations; the first ``label`` (or ``relations`` in one direction) asked
-    #: of one reads those of the entities met after it with it, ``values_batch_size`` in one query.
-    #: 0 (here: an in-process store has no round trip to save) reads each entity's alone.
+    #: Labels read ahead: the entities met in neighbour lists (the last this many, oldest dropped) wait
+    #: for their labels; the first ``label`` asked of one reads the labels of those met after it with
+    #: it, ``values_batch_size`` in one query. 0 (here: an in-process store has no round trip to save)
+    #: reads each label alone.
     readahead: int = 0
     max_features: int = 1000
     label_page_size: int = 5000
@@ -128,9 +118,8 @@ class SparqlBackedKG(base.KnowledgeGraph):
     def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
         self._cache: LRU[Hashable, Any] = LRU(cache_size)
         self.ordered = bool(ordered)
-        # for each read ahead ("labels", or ("rels", direction)): the entities met in neighbour lists
-        # whose result is not read yet (id -> IRI term), oldest first
-        self._ahead: dict[Hashable, OrderedDict[str, str]] = {}
+        # the entities met in neighbour lists whose labels are not read yet (id -> IRI term), oldest first
+        self._ahead: OrderedDict[str, str] = OrderedDict()
         self._ahead_lock = threading.Lock()
 
     # subclasses --------------------------------------------------------------
@@ -202,8 +191,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         return bool(self._cached(("has", entity), lambda: self._ask(has_entity_query(term))))
 
     def _met(self, triples: Iterable[Triple]) -> None:
-        """Note the entities of ``triples`` (they are stored) for :meth:`_labels` and :meth:`relations`
-        to read ahead."""
+        """Note the entities of ``triples`` (they are stored) for :meth:`_labels` to read ahead."""
         size = self.readahead
         if size <= 0:
             return
@@ -213,34 +201,30 @@ class SparqlBackedKG(base.KnowledgeGraph):
                 if e not in met:
                     term = self._eterm(e)
                     met[e] = term if term is not None and term.startswith("<") else ""
-        met = {e: term for e, term in met.items() if term}
         with self._ahead_lock:
-            for kind in _READ_AHEAD:
-                waiting = self._ahead.setdefault(kind, OrderedDict())
-                for e, term in met.items():
-                    if e not in waiting:
-                        waiting[e] = term
-                while len(waiting) > size:
-                    waiting.popitem(last=False)
+            for e, term in met.items():
+                if term and e not in self._ahead:
+                    self._ahead[e] = term
+            while len(self._ahead) > size:
+                self._ahead.popitem(last=False)
 
-    def _ahead_batch(self, kind: Hashable, entity: str) -> dict[str, str]:
-        """``entity`` and the entities met after it whose ``kind`` is not read, at most
-        ``values_batch_size`` (id -> term), taken off that read-ahead; empty when ``entity`` is not
+    def _ahead_batch(self, entity: str) -> dict[str, str]:
+        """``entity`` and the entities met after it whose labels are not read, at most
+        ``values_batch_size`` (id -> term), taken off the read-ahead; empty when ``entity`` is not
         on it."""
         with self._ahead_lock:
-            waiting = self._ahead.get(kind)
-            if waiting is None or entity not in waiting:
+            if entity not in self._ahead:
                 return {}
             batch: dict[str, str] = {}
             started = False
-            for e, term in waiting.items():
+            for e, term in self._ahead.items():
                 started = started or e == entity
-                if started and _ahead_key(kind, e) not in self._cache:
+                if started and ("labels", e) not in self._cache:
                     batch[e] = term
                     if len(batch) >= max(1, self.values_batch_size):
                         break
             for e in batch:
-                del waiting[e]
+                del self._ahead[e]
             return batch
 
     def _read_labels(self, chunk: dict[str, str], *, stored: bool = False) -> dict[str, list[Node]]:
@@ -275,7 +259,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         preds = [iri(p) for p in self.profile.label_predicates]
 
         def compute() -> list[Node]:
-            batch = self._ahead_batch("labels", entity)
+            batch = self._ahead_batch(entity)
             if batch:
                 got = self._read_labels(batch, stored=True)
                 if entity in got:
@@ -339,34 +323,10 @@ class SparqlBackedKG(base.KnowledgeGraph):
             return []
 
         def compute() -> list[str]:
-            batch = self._ahead_batch(("rels", direction), entity)
-            if len(batch) > 1:
-                got = self._read_relations(batch, direction)
-                if entity in got:
-                    return got[entity]
             rows = self._select(relations_query(term, direction))
             return [self.profile.relation_id(r["r"].value) for r in rows]
 
         return list(self._cached(("rels", entity, direction), compute))
-
-    def _read_relations(self, chunk: dict[str, str], direction: Direction) -> dict[str, list[str]]:
-        """The relations of ``chunk``'s entities (id -> term) in one query, each list as
-        :meth:`relations` gives it, put in the cache; empty when the rows pass ``page_size``."""
-        cap = self.page_size or 5_000
-        rows = self._select(relations_many_query(list(chunk.values()), direction, cap + 1))
-        if len(rows) > cap:
-            return {}  # cut short: relations() reads each of these alone
-        by_iri = {t[1:-1]: e for e, t in chunk.items()}
-        got: dict[str, list[str]] = {e: [] for e in chunk}
-        for r in rows:
-            owner = by_iri.get(r["e"].value)
-            if owner is not None:
-                got[owner].append(r["r"].value)
-        out: dict[str, list[str]] = {}
-        for e, rels in got.items():
-            out[e] = [self.profile.relation_id(r) for r in sorted(set(rels))]
-            self._cache.put(("rels", e, direction), out[e])
-        return out
 
     def neighbors_many(
         self,

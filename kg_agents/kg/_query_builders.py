@@ -190,14 +190,6 @@ def relations_query(entity: str, direction: Direction) -> str:
     return f"SELECT DISTINCT ?r WHERE {{ {_edge_pattern([entity], None, direction)} }} ORDER BY ?r"
 
 
-def relations_many_query(entities: Sequence[str], direction: Direction, limit: int) -> str:
-    """The distinct relations on the edges of each of ``entities`` (``?e ?r`` rows), at most ``limit``."""
-    return (
-        f"SELECT DISTINCT ?e ?r WHERE {{ {_edge_pattern(entities, None, direction)} }} "
-        f"ORDER BY ?e ?r LIMIT {int(limit)}"
-    )
-
-
 def has_triple_query(head: str, relation: str, tail: str) -> str:
     """``ASK`` whether the triple is stored."""
     return f"ASK {{ VALUES (?h ?r ?t) {{ ({head} {relation} {tail}) }} ?h ?r ?t }}"

@@ -91,11 +91,11 @@ class SparqlKG(SparqlBackedKG):
             grows faster than its branches, so small batches answer sooner.
         parallel_requests: ``neighbors_many`` batches sent at once, each on its own thread (1: one
             after another).
-        readahead: the entities met in neighbour lists wait, the last this many, for their labels
-            and relations; the first ``label`` (or ``relations`` in one direction) asked of one reads
-            those of it and of the entities met after it in one query (``values_batch_size``, 128, at
-            most), so that labelling a neighbour list costs a request, not one per entity, and a
-            label-less entity (a mediator) is not asked about again. 0 reads each entity's alone.
+        readahead: the entities met in neighbour lists wait, the last this many, for their labels;
+            the first ``label`` asked of one reads the labels of it and of the entities met after it
+            in one query (``values_batch_size``, 128, at most), so that labelling a neighbour list
+            costs a request, not one per entity, and a label-less entity (a mediator) is not asked
+            about again. 0 reads each label alone.
         post_threshold: queries longer than this many characters are POSTed (shorter ones use GET).
         name: a short name (default: the endpoint URL).
         headers: extra HTTP headers (e.g. ``Authorization``).

@@ -366,24 +366,6 @@ def test_labels_of_a_neighbour_list_are_read_in_one_request(endpoint: MiniEndpoi
     assert kg.label(films[1]) == films[1] and kg.requests_sent - sent == 1
 
 
-def test_relations_of_a_neighbour_list_are_read_in_one_request(endpoint: MiniEndpoint) -> None:
-    """An entity met in a neighbour list has its relations (each direction) read with those met after
-    it, in one request; the lists are those read one entity at a time."""
-    alone = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, readahead=0)
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE)
-    films = [t.head for t in kg.neighbors("Tom Hanks", direction="in")]
-    for direction in ("out", "in", "both"):
-        sent = kg.requests_sent
-        got = [kg.relations(f, direction) for f in films]
-        assert got == [alone.relations(f, direction) for f in films]
-        assert kg.requests_sent - sent == 1, direction
-    assert kg.relations("Tom Hanks", "in") == ["starred_actors"]
-    # rows past page_size: each entity's relations are read alone
-    small = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, page_size=1)
-    small.neighbors("Tom Hanks", direction="in")
-    assert [small.relations(f, "both") for f in films] == [alone.relations(f, "both") for f in films]
-
-
 def test_an_entity_met_without_a_label_is_not_asked_about(tmp_path: Any) -> None:
     """A label-less entity from a neighbour list is its own label, without an existence check."""
     ep = MiniEndpoint(write_contract_ntriples(tmp_path / "bare.nt", with_labels=False))
