@@ -37,7 +37,8 @@ p95 are printed beside it.
 
 Columns: method, questions, found (questions whose answers include a gold answer), verified paths (mean
 per question), errors, truncated (questions whose trace reports a fan-out cut), p50 / p95 / max seconds
-per question, KG calls per question (the metered ones), the client's max RSS (MB; ``ru_maxrss``) after
+per question, KG calls per question (the metered ones), HTTP requests per question (the method's
+process, its graph's setup included), the client's max RSS (MB; ``ru_maxrss``) after
 building the graph and after the questions, and the server's RSS after the method.
 
 Usage::
@@ -430,6 +431,8 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
         "p95": p(0.95),
         "max": lat[-1] if lat else float("nan"),
         "kg_calls": statistics.mean(r.get("kg_calls", 0) for r in rows) if rows else 0.0,
+        # HTTP requests per question (a batch is one; the graph's setup reads included)
+        "requests": res.get("requests", 0) / len(rows) if rows else 0.0,
         "rss_ready_mb": res["rss_ready_mb"],
         "rss_max_mb": res["rss_max_mb"],
         "server_rss_mb": res.get("server_rss_mb"),
@@ -620,7 +623,7 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
     )
     head = (
         "method", "questions", "found", "hub found", "paths/q", "errors", "truncated", "p50 s", "p95 s",
-        "max s", "KG calls/q", "client RSS MB (ready / max)", "server RSS MB",
+        "max s", "KG calls/q", "requests/q", "client RSS MB (ready / max)", "server RSS MB",
     )  # fmt: skip
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -628,8 +631,8 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
         print(
             f"| {r['method']} | {r['questions']} | {r['found']} | {r['hub_found']} | {r['paths']:.1f} | "
             f"{r['errors']} | {r['truncated']} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | "
-            f"{r['kg_calls']:.0f} | {r['rss_ready_mb']:.0f} / {r['rss_max_mb']:.0f} | "
-            f"{r['server_rss_mb'] or 0:.0f} |"
+            f"{r['kg_calls']:.0f} | {r.get('requests', 0):.0f} | "
+            f"{r['rss_ready_mb']:.0f} / {r['rss_max_mb']:.0f} | {r['server_rss_mb'] or 0:.0f} |"
         )
     for r in results:
         if r["method"] == "gcr_trie":
