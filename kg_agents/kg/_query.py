@@ -118,8 +118,8 @@ class SparqlBackedKG(base.KnowledgeGraph):
     def __init__(self, *, cache_size: int = 10_000, ordered: bool = False) -> None:
         self._cache: LRU[Hashable, Any] = LRU(cache_size)
         self.ordered = bool(ordered)
-        # the entities met in neighbour lists whose labels are not read yet (id -> IRI term), oldest first
-        self._ahead: OrderedDict[str, str] = OrderedDict()
+        # the entities met in neighbour lists whose labels are not read yet, oldest first
+        self._ahead: OrderedDict[str, None] = OrderedDict()
         self._ahead_lock = threading.Lock()
 
     # subclasses --------------------------------------------------------------
@@ -191,41 +191,37 @@ class SparqlBackedKG(base.KnowledgeGraph):
         return bool(self._cached(("has", entity), lambda: self._ask(has_entity_query(term))))
 
     def _met(self, triples: Iterable[Triple]) -> None:
-        """Note the entities of ``triples`` (they are stored) for :meth:`_labels` to read ahead."""
+        """Note the entities of ``triples`` (they are stored) for :meth:`_labels` to read ahead (their
+        terms are rendered only when read: a trie's thousands of entities cost a dict insert each)."""
         size = self.readahead
         if size <= 0:
             return
-        met: dict[str, str] = {}
-        for t in triples:
-            for e in (t.head, t.tail):
-                if e not in met:
-                    term = self._eterm(e)
-                    met[e] = term if term is not None and term.startswith("<") else ""
+        met = list(dict.fromkeys(e for t in triples for e in (t.head, t.tail)))[-size:]
         with self._ahead_lock:
-            for e, term in met.items():
-                if term and e not in self._ahead:
-                    self._ahead[e] = term
-            while len(self._ahead) > size:
-                self._ahead.popitem(last=False)
+            ahead = self._ahead
+            ahead.update(dict.fromkeys(met))
+            while len(ahead) > size:
+                ahead.popitem(last=False)
 
     def _ahead_batch(self, entity: str) -> dict[str, str]:
         """``entity`` and the entities met after it whose labels are not read, at most
-        ``values_batch_size`` (id -> term), taken off the read-ahead; empty when ``entity`` is not
+        ``values_batch_size`` (id -> IRI term), taken off the read-ahead; empty when ``entity`` is not
         on it."""
         with self._ahead_lock:
             if entity not in self._ahead:
                 return {}
-            batch: dict[str, str] = {}
+            picked: list[str] = []
             started = False
-            for e, term in self._ahead.items():
+            for e in self._ahead:
                 started = started or e == entity
                 if started and ("labels", e) not in self._cache:
-                    batch[e] = term
-                    if len(batch) >= max(1, self.values_batch_size):
+                    picked.append(e)
+                    if len(picked) >= max(1, self.values_batch_size):
                         break
-            for e in batch:
+            for e in picked:
                 del self._ahead[e]
-            return batch
+        batch = {e: self._eterm(e) for e in picked}
+        return {e: t for e, t in batch.items() if t is not None and t.startswith("<")}
 
     def _read_labels(self, chunk: dict[str, str], *, stored: bool = False) -> dict[str, list[Node]]:
         """The labels of ``chunk``'s entities (id -> term) in one query, each entity's best first, put
