@@ -564,14 +564,18 @@ def main(argv: list[str] | None = None) -> int:
                     rates = dict.fromkeys(("delay", "http500", "close"), args.faults / 3)
                     proxy.set_random(rates, seed=args.fault_seed, delay=2 * args.timeout)
                     endpoint = proxy.endpoint
+
+                def run_worker(method: str, questions: Path, url: str) -> subprocess.CompletedProcess[str]:
+                    cmd = [sys.executable, __file__, "--worker", method, str(questions), url]
+                    return subprocess.run(
+                        [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
+                        env={**os.environ, "PYTHONPATH": worker_path},
+                    )  # fmt: skip
+
                 if wfile is not None:
                     for m in methods:  # untimed, on the server itself (no fault proxy)
                         t0 = time.perf_counter()
-                        cmd = [sys.executable, __file__, "--worker", m, str(wfile), srv.endpoint]
-                        proc = subprocess.run(
-                            [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True,
-                            check=False, env={**os.environ, "PYTHONPATH": worker_path},
-                        )  # fmt: skip
+                        proc = run_worker(m, wfile, srv.endpoint)
                         took = time.perf_counter() - t0
                         brief = f"rc {proc.returncode}"
                         if proc.returncode == 0:
@@ -579,11 +583,7 @@ def main(argv: list[str] | None = None) -> int:
                             brief = f"{w['questions']} questions, p50 {w['p50']:.2f}s, p95 {w['p95']:.2f}s"
                         print(f"# warm-up {m}: {brief}, {took:.1f}s in all", file=sys.stderr, flush=True)
                 for m in methods:
-                    cmd = [sys.executable, __file__, "--worker", m, str(qfile), endpoint]
-                    proc = subprocess.run(
-                        [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
-                        env={**os.environ, "PYTHONPATH": worker_path},
-                    )  # fmt: skip
+                    proc = run_worker(m, qfile, endpoint)
                     if proc.returncode != 0:
                         print(f"# {m} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
                         continue

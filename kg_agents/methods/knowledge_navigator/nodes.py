@@ -448,21 +448,20 @@ def expand(
         steps = [(h.source, h.triple) for w in walks for p in w.paths for h in p.hops]
         truncated = [t for w in walks for t in w.truncated]
         hop = len(chains[0]) - 1  # the walks end at the chains' ends: this is the last hop
-    core = [] if whole else list(state.get("core") or [])
+    core = [] if whole else state.get("core") or []
+    kept = [(e, rel, check_direction(d)) for e in core for rel, d in selected.get(e, [])]
     by_relation: dict[tuple[str, Direction], list[str]] = {}  # each kept relation's entities: one read
-    for e in core:
-        for rel, direction in selected.get(e, []):
-            by_relation.setdefault((rel, check_direction(direction)), []).append(e)
+    for e, rel, d in kept:
+        by_relation.setdefault((rel, d), []).append(e)
     lists = {
         (rel, d): deps.kg.neighbors_many(ents, rel, d, limit=deps.fanout_limit)
         for (rel, d), ents in by_relation.items()
     }
-    for e in core:
-        for rel, direction in selected.get(e, []):
-            tl = lists[(rel, check_direction(direction))][e]
-            if tl.truncated:
-                truncated.append(f"{e} {traced_relation(rel, direction)}")
-            steps.extend((e, t) for t in tl)
+    for e, rel, d in kept:
+        tl = lists[(rel, d)][e]
+        if tl.truncated:
+            truncated.append(f"{e} {traced_relation(rel, d)}")
+        steps.extend((e, t) for t in tl)
     for e, t in steps:
         if t not in seen_triples:
             seen_triples.add(t)
