@@ -22,6 +22,7 @@ from kg_agents.kg._query_builders import (
     Row,
     all_relations_query,
     chain_ends_query,
+    chain_walks_query,
     chain_witness_query,
     check_read_only,
     count_query,
@@ -98,6 +99,11 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: Ends per :meth:`chain_witnesses` query and triples per :meth:`has_triples` query: one ``VALUES``
     #: block, cheap to compile at any size, unlike ``neighbors_many``'s subquery per entity.
     values_batch_size: int = 128
+    #: Walks read in one request by the chain queries before their grouped ones: a topic with at most this
+    #: many walks along a path gets its ends and a witness of each from that read alone (the same ends
+    #: and witnesses as the grouped queries); a hub's first walks give the ends and witnesses they hold,
+    #: and the grouped queries run only for what they miss. 0: the grouped queries only.
+    walk_rows: int = 2000
     #: Labels read ahead: the entities met in neighbour lists (the last this many, oldest dropped) wait
     #: for their labels; the first ``label`` asked of one reads the labels of those met after it with
     #: it, ``values_batch_size`` in one query. 0 (here: an in-process store has no round trip to save)
@@ -521,6 +527,14 @@ class SparqlBackedKG(base.KnowledgeGraph):
         term, steps = found
 
         def compute() -> tuple[list[str], bool]:
+            read = self._walk_read(topic, relation_path, term, steps)
+            if read is not None:
+                walks, complete = read
+                seen = list(dict.fromkeys(self.profile.entity_id(w[-1]) for w in walks))
+                if limit is not None and len(seen) > limit:
+                    return seen[:limit], True
+                if complete:
+                    return seen, False
             var = f"x{len(steps)}"
             paged = self._paged(limit)
             rows = self._select(chain_ends_query(term, steps, self.page_size if paged else limit))
@@ -538,15 +552,41 @@ class SparqlBackedKG(base.KnowledgeGraph):
     def chain_witnesses(
         self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
     ) -> dict[str, Path]:
-        """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches: one grouped
-        query per ``values_batch_size`` ends."""
+        """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches, the least by its
+        inner nodes' IRIs: from the first ``walk_rows`` walks (one request, shared with ``chain_ends``),
+        then, for the ends those walks miss when there were more, one grouped query per
+        ``values_batch_size`` ends."""
         rel_steps = parse_relation_path(relation_path)
         found = self._chain_terms(topic, relation_path)
         out: dict[str, Path] = {}
         if found is None:
             return out
         term, steps = found
+
+        def walk(end: str, inner: Sequence[str]) -> Path | None:
+            nodes = [topic, *(self.profile.entity_id(x) for x in inner), end]
+            if len(nodes) != len(steps) + 1:
+                return None
+            return Path(
+                tuple(Hop(nodes[k], rel, nodes[k + 1], inverse) for k, (rel, inverse) in enumerate(rel_steps))
+            )
+
         targets = {e: t for e in dict.fromkeys(ends) if e != topic and (t := self._eterm(e)) is not None}
+        read = self._walk_read(topic, relation_path, term, steps)
+        if read is not None:
+            walks, complete = read
+            wanted = {t[1:-1]: e for e, t in targets.items()}
+            least: dict[str, tuple[str, ...]] = {}
+            for w in walks:
+                end = wanted.get(w[-1])
+                if end is not None and (end not in least or " ".join(w[:-1]) < " ".join(least[end])):
+                    least[end] = w[:-1]
+            for end, inner in least.items():
+                if (p := walk(end, inner)) is not None:
+                    out[end] = p
+            if complete:
+                return out
+            targets = {e: t for e, t in targets.items() if e not in least}
         items = list(targets.items())
         var = f"x{len(steps)}"
         size = max(1, self.values_batch_size)
@@ -557,15 +597,29 @@ class SparqlBackedKG(base.KnowledgeGraph):
                 end = by_iri.get(row[var].value) if var in row else None
                 if end is None or ("w" not in row and len(steps) > 1):
                     continue
-                inner = row["w"].value.split(" ") if len(steps) > 1 else []
-                nodes = [topic, *(self.profile.entity_id(x) for x in inner), end]
-                if len(nodes) != len(steps) + 1:
-                    continue
-                hops = [
-                    Hop(nodes[k], rel, nodes[k + 1], inverse) for k, (rel, inverse) in enumerate(rel_steps)
-                ]
-                out[end] = Path(tuple(hops))
+                nodes = row["w"].value.split(" ") if len(steps) > 1 else []
+                if (p := walk(end, nodes)) is not None:
+                    out[end] = p
         return out
+
+    def _walk_read(
+        self, topic: str, relation_path: Sequence[str], term: str, steps: Sequence[tuple[str, bool]]
+    ) -> tuple[list[tuple[str, ...]], bool] | None:
+        """The first ``walk_rows`` walks from ``topic`` along ``relation_path`` (each the IRIs of its nodes
+        after the topic) and whether they are all of them: one request, cached; None when ``walk_rows``
+        is 0. Never more rows than ``page_size``."""
+        want = min(self.walk_rows, self.page_size or self.walk_rows)
+        if want < 1:
+            return None
+        n = len(steps)
+        names = [f"x{i}" for i in range(1, n + 1)]
+
+        def compute() -> tuple[list[tuple[str, ...]], bool]:
+            rows = self._select(chain_walks_query(term, steps, want + 1))
+            walks = [tuple(r[v].value for v in names) for r in rows[:want] if all(v in r for v in names)]
+            return walks, len(rows) <= want
+
+        return self._cached(("walks", topic, tuple(relation_path), want), compute)
 
     def all_relations(self) -> list[str]:
         def compute() -> list[str]:

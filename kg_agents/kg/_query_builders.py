@@ -150,6 +150,16 @@ def chain_ends_query(topic: str, steps: Sequence[tuple[str, bool]], limit: int |
     return f"SELECT DISTINCT ?x{len(steps)} WHERE {{ {_chain_pattern(topic, steps)} }}{tail}"
 
 
+def chain_walks_query(topic: str, steps: Sequence[tuple[str, bool]], limit: int) -> str:
+    """The walks from ``topic`` along ``steps`` (rendered terms): every node ``?x1 .. ?xn`` of each, at
+    most ``limit`` rows in the engine's own order (no ``DISTINCT``, no ``ORDER BY``: the engine stops
+    after ``limit`` walks, however many the topic has)."""
+    if not steps:
+        raise ValueError("no steps")
+    nodes = " ".join(f"?x{i}" for i in range(1, len(steps) + 1))
+    return f"SELECT {nodes} WHERE {{ {_chain_pattern(topic, steps)} }} LIMIT {int(limit)}"
+
+
 def chain_witness_query(topic: str, steps: Sequence[tuple[str, bool]], ends: Sequence[str]) -> str:
     """Each of ``ends`` (rendered IRIs) that a walk from ``topic`` along ``steps`` reaches, with the walk's
     inner nodes ``?w`` (their IRIs joined by spaces, the least such string: one whole walk, the same on

@@ -96,6 +96,12 @@ class SparqlKG(SparqlBackedKG):
             in one query (``values_batch_size``, 128, at most), so that labelling a neighbour list
             costs a request, not one per entity, and a label-less entity (a mediator) is not asked
             about again. 0 reads each label alone.
+        walk_rows: the walks of a chosen relation path read in one request (``LIMIT``) by
+            ``chain_ends`` and ``chain_witnesses`` before their grouped queries: a topic with at most
+            this many walks gets its ends and a witness of each from that read (the same as the grouped
+            queries give), and a hub's first walks give the ends and witnesses they hold, so the engine
+            does not enumerate every walk through the hub to pick one per end. 0: the grouped queries
+            only.
         post_threshold: queries longer than this many characters are POSTed (shorter ones use GET).
         name: a short name (default: the endpoint URL).
         headers: extra HTTP headers (e.g. ``Authorization``).
@@ -139,11 +145,14 @@ class SparqlKG(SparqlBackedKG):
         max_neighbors: int | None = 10_000,
         page_size: int = 5_000,
         readahead: int = 4096,
+        walk_rows: int = 2000,
     ) -> None:
         super().__init__(cache_size=cache_size, ordered=ordered)
-        if isinstance(readahead, bool) or not isinstance(readahead, int) or readahead < 0:
-            raise ConfigError(f"readahead must be a non-negative integer, got {readahead!r}")
+        for option, value in (("readahead", readahead), ("walk_rows", walk_rows)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{option} must be a non-negative integer, got {value!r}")
         self.readahead = readahead
+        self.walk_rows = walk_rows
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if max_neighbors is not None and (not _positive(max_neighbors)):

@@ -14,7 +14,7 @@ import pytest
 
 from kg_agents.errors import ConfigError, EndpointError, EntityNotFound, KGError
 from kg_agents.kg import open_kg
-from kg_agents.kg.base import Triple
+from kg_agents.kg.base import Triple, verify_path
 from kg_agents.kg.servers import free_port
 from kg_agents.kg.sparql import SparqlKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES, KnowledgeGraphContract, write_contract_ntriples
@@ -305,9 +305,10 @@ def test_batches_are_sent_at_once_and_give_what_one_after_another_gives(endpoint
 
 
 def test_chain_witnesses_send_one_values_block_per_witness_batch(endpoint: MiniEndpoint) -> None:
-    """Witnesses are grouped by ``values_batch_size``, not by ``neighbors_many``'s ``batch_size``."""
+    """Without the walk read, witnesses are grouped by ``values_batch_size``, not by ``neighbors_many``'s
+    ``batch_size``."""
     path = ["~starred_actors", "directed_by"]
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=1, cache_size=0)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=1, cache_size=0, walk_rows=0)
     ends = [*kg.chain_ends("Tom Hanks", path)[0], "Steve Martin", "No Such Movie"]
     sent = kg.requests_sent
     want = kg.chain_witnesses("Tom Hanks", path, ends)
@@ -316,6 +317,50 @@ def test_chain_witnesses_send_one_values_block_per_witness_batch(endpoint: MiniE
     sent = kg.requests_sent
     got = kg.chain_witnesses("Tom Hanks", path, ends)
     assert got == want and kg.requests_sent - sent == len(ends)
+
+
+def test_chain_queries_of_a_topic_with_few_walks_read_them_once(endpoint: MiniEndpoint) -> None:
+    """``chain_ends`` and ``chain_witnesses`` share one read of the walks (no ``DISTINCT``, no grouping),
+    and give what the grouped queries give."""
+    path = ["~starred_actors", "directed_by"]
+    grouped = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, walk_rows=0)
+    want_ends, want_cut = grouped.chain_ends("Tom Hanks", path)
+    asked = [*want_ends, "Steve Martin", "No Such Movie"]
+    want = grouped.chain_witnesses("Tom Hanks", path, asked)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE)
+    first = len(endpoint.requests)
+    ends, cut = kg.chain_ends("Tom Hanks", path)
+    got = kg.chain_witnesses("Tom Hanks", path, asked)
+    assert sorted(ends) == sorted(want_ends) and cut is want_cut is False
+    assert got == want and len(got) == 3
+    sent = [r["params"]["query"][0] for r in endpoint.requests[first:]]
+    assert len(sent) == 1 and "LIMIT 2001" in sent[0] and "DISTINCT" not in sent[0] and "GROUP" not in sent[0]
+    assert kg.chain_ends("Tom Hanks", path, limit=2) == (ends[:2], True)  # from the same read
+    assert len(endpoint.requests) == first + 1
+
+
+def test_chain_witnesses_beyond_the_walk_read(endpoint: MiniEndpoint) -> None:
+    """More walks than ``walk_rows``: the walks read witness the ends they reach, a grouped query the
+    others; every witness is a walk of the path, and the ends are those of the grouped queries."""
+    path = ["~starred_actors", "directed_by"]
+    grouped = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, walk_rows=0)
+    want_ends = grouped.chain_ends("Tom Hanks", path)[0]
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, walk_rows=1)
+    ends, cut = kg.chain_ends("Tom Hanks", path)  # one walk read (cut), then the DISTINCT query
+    assert sorted(ends) == sorted(want_ends) and not cut
+    assert kg.chain_ends("Tom Hanks", path, limit=0) == ([], True)
+    first = len(endpoint.requests)
+    got = kg.chain_witnesses("Tom Hanks", path, ends)
+    (grouped_query,) = [r["params"]["query"][0] for r in endpoint.requests[first:]]  # the read was cached
+    assert set(got) == set(ends)
+    for end, p in got.items():
+        assert p.start == "Tom Hanks" and p.end == end and verify_path(grouped, p)
+    # the one end the read's walk reaches is not asked again
+    assert "GROUP BY" in grouped_query
+    assert sum(str(kg._eterm(e)) in grouped_query for e in ends) == len(ends) - 1
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ConfigError):
+            SparqlKG(endpoint.url, walk_rows=bad)  # type: ignore[arg-type]
 
 
 def test_batches_are_split(endpoint: MiniEndpoint) -> None:
