@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -109,6 +109,9 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: it, ``values_batch_size`` in one query. 0 (here: an in-process store has no round trip to save)
     #: reads each label alone.
     readahead: int = 0
+    #: A batch of limited neighbour lists is read first as one ``VALUES`` block, and only the entities
+    #: past the limit with a subquery each (:meth:`_values_first`); False: the subqueries only.
+    values_first: bool = False
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
@@ -407,9 +410,11 @@ class SparqlBackedKG(base.KnowledgeGraph):
         self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
     ) -> dict[str, TripleList]:
         by_iri = {term[1:-1]: e for e, term in chunk}
-        rows = self._select(
-            neighbors_query([t for _, t in chunk], rterm, direction, limit, ordered=self.ordered)
-        )
+        rows = self._values_first(chunk, rterm, direction, limit)
+        if rows is None:
+            rows = self._select(
+                neighbors_query([t for _, t in chunk], rterm, direction, limit, ordered=self.ordered)
+            )
         outs: dict[str, list[tuple[str, str]]] = {e: [] for e, _ in chunk}
         ins: dict[str, list[tuple[str, str]]] = {e: [] for e, _ in chunk}
         for row in rows:
@@ -432,6 +437,35 @@ class SparqlBackedKG(base.KnowledgeGraph):
                 result[e] = TripleList(triples, truncated=False, total=len(triples))
             self._met(result[e])
         return result
+
+    def _values_first(
+        self, chunk: list[tuple[str, str]], rterm: str | None, direction: Direction, limit: int | None
+    ) -> list[Row] | None:
+        """A limited batch's rows read first as one ``VALUES`` block (no subquery per entity, which an
+        engine such as Virtuoso compiles slowly), at most as many rows as the subqueries could give:
+        the entities within ``limit`` keep these rows (all their edges: what the subqueries give them);
+        the ones past it are read again with the per-entity subqueries, so every list is the one the
+        subqueries alone would give. None (read it all the usual way) when ``values_first`` is off, the
+        read has no limit or one entity, or the block came back full."""
+        if not self.values_first or limit is None or len(chunk) < 2:
+            return None
+        cap = len(chunk) * (limit + 1)
+        if self.page_size is not None:
+            cap = min(cap, int(self.page_size))
+        rows = self._select(
+            f"{neighbors_query([t for _, t in chunk], rterm, direction, None)} LIMIT {cap + 1}"
+        )
+        if len(rows) > cap:
+            return None
+        count: Counter[str] = Counter(row["e"].value for row in rows)
+        over = [(e, t) for e, t in chunk if count[t[1:-1]] > limit]
+        if not over:
+            return rows
+        past = {t[1:-1] for _, t in over}
+        kept = [row for row in rows if row["e"].value not in past]
+        return kept + self._select(
+            neighbors_query([t for _, t in over], rterm, direction, limit, ordered=self.ordered)
+        )
 
     def _paged_edges(
         self, e: str, term: str, rterm: str | None, direction: Direction, limit: int

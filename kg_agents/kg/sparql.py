@@ -96,6 +96,11 @@ class SparqlKG(SparqlBackedKG):
             in one query (``values_batch_size``, 128, at most), so that labelling a neighbour list
             costs a request, not one per entity, and a label-less entity (a mediator) is not asked
             about again. 0 reads each label alone.
+        values_first: a batch of limited neighbour lists is read first as one ``VALUES`` block
+            (at most the rows its subqueries could give), and only the entities past the limit again
+            with a ``LIMIT`` subquery each, so every list is the one the subqueries alone give. Virtuoso
+            compiles a ``VALUES`` block of 32 entities in a fraction of the time it takes for their 64
+            ``UNION`` ed subqueries. False: the subqueries only.
         walk_rows: the walks of a chosen relation path read in one request (``LIMIT``) by
             ``chain_ends`` and ``chain_witnesses`` before their grouped queries: a topic with at most
             this many walks gets its ends and a witness of each from that read (the same as the grouped
@@ -146,6 +151,7 @@ class SparqlKG(SparqlBackedKG):
         page_size: int = 5_000,
         readahead: int = 4096,
         walk_rows: int = 2000,
+        values_first: bool = True,
     ) -> None:
         super().__init__(cache_size=cache_size, ordered=ordered)
         for option, value in (("readahead", readahead), ("walk_rows", walk_rows)):
@@ -153,6 +159,9 @@ class SparqlKG(SparqlBackedKG):
                 raise ConfigError(f"{option} must be a non-negative integer, got {value!r}")
         self.readahead = readahead
         self.walk_rows = walk_rows
+        if not isinstance(values_first, bool):
+            raise ConfigError(f"values_first must be True or False, got {values_first!r}")
+        self.values_first = values_first
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if max_neighbors is not None and (not _positive(max_neighbors)):

@@ -213,7 +213,7 @@ def test_update_is_refused_before_sending(endpoint: MiniEndpoint) -> None:
 
 
 def test_neighbors_many_is_one_round_trip(endpoint: MiniEndpoint) -> None:
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0, values_first=False)
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
     for direction in ("out", "in", "both"):
         for limit in (None, 1, 3):
@@ -225,6 +225,47 @@ def test_neighbors_many_is_one_round_trip(endpoint: MiniEndpoint) -> None:
     got = kg.neighbors_many(ents, direction="in", limit=2)
     assert len(got["Tom Hanks"]) == 2 and got["Tom Hanks"].truncated
     assert got["Nope"] == [] and not got["Nope"].truncated
+
+
+def test_values_first_gives_the_lists_of_the_subqueries(endpoint: MiniEndpoint) -> None:
+    """A limited batch is one ``VALUES`` block when no entity is past the limit; those past it (and a
+    block that comes back full) are read again with a subquery each; the lists are the same either way."""
+    ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
+    plain = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0, values_first=False)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0)
+    assert kg.values_first is True
+    for direction in ("out", "in", "both"):
+        for limit in (0, 1, 3, 10):
+            want = plain.neighbors_many(ents, direction=direction, limit=limit)
+            first = len(endpoint.requests)
+            got = kg.neighbors_many(ents, direction=direction, limit=limit)
+            sent = [r["params"]["query"][0] for r in endpoint.requests[first:]]
+            assert got == want and all(got[e].truncated == want[e].truncated for e in ents)
+            assert "{ SELECT" not in sent[0] and "VALUES" in sent[0]  # the block first
+            past = {e for e in ents if want[e].truncated}
+            edges = sum(len(plain.neighbors(e, direction=direction)) for e in ents)
+            if edges > len(ents) * (limit + 1):  # the block came back full: every entity again
+                past = set(ents)
+            if not past:
+                assert len(sent) == 1, (direction, limit)
+            else:  # the entities past the limit, and only they, read again with their subqueries
+                assert len(sent) == 2 and "{ SELECT" in sent[1], (direction, limit)
+                assert {e for e in ents if str(kg._eterm(e)) in sent[1]} == past, (direction, limit)
+    # a block that comes back full (more rows than the subqueries could give) is read the usual way
+    kg.page_size = 2  # the block holds 2 rows at most; Tom Hanks alone has 4 in-edges
+    first = len(endpoint.requests)
+    got = kg.neighbors_many(["Tom Hanks", "Splash"], direction="in", limit=1)
+    sent = [r["params"]["query"][0] for r in endpoint.requests[first:]]
+    assert got == plain.neighbors_many(["Tom Hanks", "Splash"], direction="in", limit=1)
+    assert len(sent) == 2 and sent[0].endswith("LIMIT 3") and "{ SELECT" in sent[1]
+    # one entity, or no limit: no block first
+    kg.page_size = 5_000
+    first = len(endpoint.requests)
+    kg.neighbors_many(["Tom Hanks"], direction="in", limit=3)
+    kg.neighbors_many(ents, direction="in")
+    assert len(endpoint.requests) - first == 2
+    with pytest.raises(ConfigError):
+        SparqlKG(endpoint.url, values_first="yes")  # type: ignore[arg-type]
 
 
 def test_neighbors_limit_zero_and_truncation(endpoint: MiniEndpoint) -> None:
@@ -250,7 +291,7 @@ def test_ordered_cut_is_reproducible(endpoint: MiniEndpoint) -> None:
 def test_rejected_batches_are_halved(endpoint: MiniEndpoint) -> None:
     endpoint.mode, endpoint.max_selects = "complex", 5  # at most 4 subqueries per request
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, retries=0, cache_size=0)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, retries=0, cache_size=0, values_first=False)
     got = kg.neighbors_many(ents, direction="both", limit=3)
     assert kg.batch_size == 2  # 2 entities x 2 directions = 4 subqueries
     endpoint.mode = "ok"
@@ -274,7 +315,13 @@ def test_a_batch_halved_mid_call_leaves_no_entity_out(endpoint: MiniEndpoint) ->
     endpoint.requests.clear()
     endpoint.mode, endpoint.fail_first = "flaky", 1  # the first request fails, then all pass
     kg = SparqlKG(
-        endpoint.url, profile=CONTRACT_PROFILE, batch_size=4, parallel_requests=1, retries=0, cache_size=0
+        endpoint.url,
+        profile=CONTRACT_PROFILE,
+        batch_size=4,
+        parallel_requests=1,
+        retries=0,
+        cache_size=0,
+        values_first=False,
     )
     got = kg.neighbors_many(ents, limit=3)
     assert got == want and list(got) == ents
@@ -286,12 +333,26 @@ def test_batches_are_sent_at_once_and_give_what_one_after_another_gives(endpoint
     order asked, and every request is counted. A batch rejected in a wave is halved like any other."""
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Ron Howard"]
     ents += ["Nope", "Nada"]
-    one = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, parallel_requests=1, cache_size=0)
+    one = SparqlKG(
+        endpoint.url,
+        profile=CONTRACT_PROFILE,
+        batch_size=2,
+        parallel_requests=1,
+        cache_size=0,
+        values_first=False,
+    )
     want = one.neighbors_many(ents, direction="both", limit=3)
     assert one.requests_sent == 5
     assert endpoint.most_in_flight == 1
     endpoint.mode, endpoint.delay = "slow", 0.2  # long enough for the other threads' requests to arrive
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, parallel_requests=3, cache_size=0)
+    kg = SparqlKG(
+        endpoint.url,
+        profile=CONTRACT_PROFILE,
+        batch_size=2,
+        parallel_requests=3,
+        cache_size=0,
+        values_first=False,
+    )
     got = kg.neighbors_many(ents, direction="both", limit=3)
     assert got == want and list(got) == ents
     assert all(got[e].truncated == want[e].truncated for e in ents)
@@ -299,7 +360,13 @@ def test_batches_are_sent_at_once_and_give_what_one_after_another_gives(endpoint
     endpoint.requests.clear()
     endpoint.mode, endpoint.max_selects = "complex", 3  # one entity x 2 directions a request at most
     kg = SparqlKG(
-        endpoint.url, profile=CONTRACT_PROFILE, batch_size=2, parallel_requests=3, retries=0, cache_size=0
+        endpoint.url,
+        profile=CONTRACT_PROFILE,
+        batch_size=2,
+        parallel_requests=3,
+        retries=0,
+        cache_size=0,
+        values_first=False,
     )
     assert kg.neighbors_many(ents, direction="both", limit=3) == want and kg.batch_size == 1
 
@@ -430,7 +497,7 @@ def test_an_entity_met_without_a_label_is_not_asked_about(tmp_path: Any) -> None
 
 
 def test_long_queries_are_posted(endpoint: MiniEndpoint) -> None:
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, post_threshold=500)
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, post_threshold=500, values_first=False)
     kg.neighbors("Splash")
     kg.neighbors_many(["Big", "Amélie", "Cast Away", "Parenthood", "Forrest Gump"], limit=3)
     methods = [r["method"] for r in endpoint.requests]
@@ -564,9 +631,12 @@ def test_metaqa_matches_memorykg(sparql_server: Any) -> None:
     ents = _sample_entities()
     assert set(kg.all_relations()) == set(mem.all_relations())
     for d in ("out", "in", "both"):
+        kg.values_first = False
         before = kg.requests_sent
         many = kg.neighbors_many(ents, direction=d, limit=10)
         assert kg.requests_sent - before == -(-len(ents) // kg.batch_size)  # one request a batch
+        kg.values_first = True  # a VALUES block first: the same lists
+        assert kg.neighbors_many(ents, direction=d, limit=10) == many
         for e in ents:
             want = mem.neighbors(e, direction=d)
             got = kg.neighbors(e, direction=d)
