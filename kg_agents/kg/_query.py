@@ -112,6 +112,9 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: A batch of limited neighbour lists is read first as one ``VALUES`` block, and only the entities
     #: past the limit with a subquery each (:meth:`_values_first`); False: the subqueries only.
     values_first: bool = False
+    #: The most rows that block may bring: a batch with a hub in it fills it, and is read again with
+    #: the subqueries, so this is what such a batch costs in extra rows.
+    values_rows: int = 1000
     max_features: int = 1000
     label_page_size: int = 5000
     #: The most edges a neighbour list, and the most ends a ``chain_ends``, holds whatever the limit asked
@@ -446,12 +449,11 @@ class SparqlBackedKG(base.KnowledgeGraph):
         the entities within ``limit`` keep these rows (all their edges: what the subqueries give them);
         the ones past it are read again with the per-entity subqueries, so every list is the one the
         subqueries alone would give. None (read it all the usual way) when ``values_first`` is off, the
-        read has no limit or one entity, or the block came back full."""
+        read has no limit or one entity, or the block came back full (``values_rows``, or fewer when
+        ``page_size`` or the subqueries' own most is lower)."""
         if not self.values_first or limit is None or len(chunk) < 2:
             return None
-        cap = len(chunk) * (limit + 1)
-        if self.page_size is not None:
-            cap = min(cap, int(self.page_size))
+        cap = min(len(chunk) * (limit + 1), self.values_rows, int(self.page_size or self.values_rows))
         rows = self._select(
             f"{neighbors_query([t for _, t in chunk], rterm, direction, None)} LIMIT {cap + 1}"
         )
