@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kg_agents.errors import ConfigError
-from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, has_chain_queries, parse_relation_path
+from kg_agents.kg.base import INVERSE_PREFIX, Hop, Path, has_chain_queries, parse_relation_path, relations_of
 from kg_agents.kg.text import relation_words
 
 __all__ = [
@@ -103,7 +103,7 @@ def _longer(
     one neighbour read at a time (read only as far as the caller takes them)."""
     for chain, ents in level:
         for d in ("out", "in"):
-            for rel in sorted({r for e in ents for r in kg.relations(e, d)}):
+            for rel in sorted({r for rels in relations_of(kg, ents, d).values() for r in rels}):
                 got = kg.neighbors_many(ents, rel, d, limit=fanout)
                 tails = [
                     t

@@ -122,7 +122,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: Optional store methods that MeteredKG counts as KG calls when the store has them.
-_COUNTED_OPTIONAL = frozenset({"chain_ends", "chain_witnesses", "has_triples", "labels_many"})
+_COUNTED_OPTIONAL = frozenset(
+    {"chain_ends", "chain_witnesses", "has_triples", "labels_many", "relations_many"}
+)
 
 
 def _counted(method: Callable[Concatenate[KnowledgeGraph, P], R]) -> Callable[Concatenate[MeteredKG, P], R]:

@@ -41,6 +41,7 @@ from kg_agents.kg._query_builders import (
     neighbors_query,
     page_query,
     query_form,
+    relations_many_query,
     relations_query,
     triple_page_query,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "neighbors_query",
     "page_query",
     "query_form",
+    "relations_many_query",
     "relations_query",
     "triple_page_query",
 ]
@@ -335,6 +337,36 @@ class SparqlBackedKG(base.KnowledgeGraph):
             return [self.profile.relation_id(r["r"].value) for r in rows]
 
         return list(self._cached(("rels", entity, direction), compute))
+
+    def relations_many(self, entities: Sequence[str], direction: Direction = "out") -> dict[str, list[str]]:
+        """:meth:`relations` of each entity: those not in the cache read in one query per
+        ``values_batch_size`` entities."""
+        check_direction(direction)
+        out: dict[str, list[str]] = {}
+        todo: dict[str, str] = {}
+        for e in dict.fromkeys(entities):
+            hit = self._cache.get(("rels", e, direction))
+            if hit is not MISSING:
+                out[e] = list(hit)
+            elif (term := self._eterm(e)) is None:
+                out[e] = []
+            else:
+                todo[e] = term
+        items = list(todo.items())
+        size = max(1, self.values_batch_size)
+        for j in range(0, len(items), size):
+            chunk = dict(items[j : j + size])
+            by_iri = {t[1:-1]: e for e, t in chunk.items()}
+            found: dict[str, set[str]] = {e: set() for e in chunk}
+            for row in self._select(relations_many_query(list(chunk.values()), direction)):
+                ent = by_iri.get(row["e"].value) if "e" in row and "r" in row else None
+                if ent is not None:
+                    found[ent].add(row["r"].value)
+            for e, iris in found.items():
+                rels = [self.profile.relation_id(r) for r in sorted(iris)]  # ``relations``' ORDER BY ?r
+                self._cache.put(("rels", e, direction), rels)
+                out[e] = rels
+        return {e: list(out[e]) for e in dict.fromkeys(entities)}
 
     def neighbors_many(
         self,

@@ -200,6 +200,13 @@ def relations_query(entity: str, direction: Direction) -> str:
     return f"SELECT DISTINCT ?r WHERE {{ {_edge_pattern([entity], None, direction)} }} ORDER BY ?r"
 
 
+def relations_many_query(entities: Sequence[str], direction: Direction) -> str:
+    """The distinct ``(?e, ?r)`` pairs of the edges of ``entities`` (rendered IRIs): one ``VALUES`` block."""
+    if not entities:
+        raise ValueError("no entities")
+    return f"SELECT DISTINCT ?e ?r WHERE {{ {_edge_pattern(entities, None, direction)} }}"
+
+
 def has_triple_query(head: str, relation: str, tail: str) -> str:
     """``ASK`` whether the triple is stored."""
     return f"ASK {{ VALUES (?h ?r ?t) {{ ({head} {relation} {tail}) }} ?h ?r ?t }}"

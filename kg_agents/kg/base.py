@@ -34,6 +34,7 @@ __all__ = [
     "joins_in_engine",
     "labels_of",
     "parse_relation_path",
+    "relations_of",
     "verify_path",
     "verify_paths",
 ]
@@ -348,6 +349,18 @@ def has_triples(kg: KnowledgeGraph, triples: Sequence[Triple]) -> list[bool]:
     if callable(batch):
         return [bool(x) for x in batch(triples)]
     return [kg.has_triple(t.head, t.relation, t.tail) for t in triples]
+
+
+def relations_of(
+    kg: KnowledgeGraph, entities: Sequence[str], direction: Direction = "out"
+) -> dict[str, list[str]]:
+    """``kg.relations(e, direction)`` of each distinct entity: the store's own ``relations_many`` when it
+    has one (a SPARQL store reads a batch's relations in one query), else ``relations`` for each."""
+    batch = getattr(kg, "relations_many", None)
+    if callable(batch):
+        got = batch(entities, direction)
+        return {e: list(got.get(e, ())) for e in dict.fromkeys(entities)}
+    return {e: list(kg.relations(e, direction)) for e in dict.fromkeys(entities)}
 
 
 def labels_of(kg: KnowledgeGraph, entities: Sequence[str]) -> list[str]:

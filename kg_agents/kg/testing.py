@@ -29,6 +29,7 @@ from kg_agents.kg.base import (
     has_chain_queries,
     has_triples,
     labels_of,
+    relations_of,
     verify_path,
     verify_paths,
 )
@@ -216,6 +217,18 @@ class KnowledgeGraphContract:
         assert labels_of(kg, []) == []
         with pytest.raises(EntityNotFound):
             labels_of(kg, ["Splash", "No Such Entity Anywhere"])
+
+    def test_relations_of_says_what_relations_says(self, kg: KnowledgeGraph) -> None:
+        """The batched relations (the store's own ``relations_many`` where it has one): each distinct
+        entity's relations in every direction, none for an unknown entity, and ``relations`` after it
+        says the same."""
+        ents = ["Splash", "Tom Hanks", "Amélie", "Splash", "No Such Entity Anywhere", 'The "Quoted" Film']
+        for direction in ("out", "in", "both"):
+            got = relations_of(kg, ents, direction)
+            assert list(got) == list(dict.fromkeys(ents))
+            for e, rels in got.items():
+                assert len(rels) == len(set(rels)) and set(rels) == set(kg.relations(e, direction)), e
+        assert relations_of(kg, [], "out") == {}
 
     def test_labels_and_relations_after_neighbour_lists(self, kg: KnowledgeGraph) -> None:
         """Labels and relations of the entities met in neighbour lists (what a SPARQL store reads ahead,

@@ -40,6 +40,32 @@ def test_a_chain_that_ends_only_where_it_started_is_left_out():
     )[0]
 
 
+class _BatchedRelations(MemoryKG):
+    """A store with its own ``relations_many`` (as a SPARQL store has), recording each call."""
+
+    def __init__(self) -> None:
+        super().__init__(CONTRACT_TRIPLES)
+        self.calls: list[tuple[str, ...]] = []
+
+    def relations(self, entity, direction="out"):
+        self.calls.append(("relations", entity))
+        return super().relations(entity, direction)
+
+    def relations_many(self, entities, direction="out"):
+        self.calls.append(("relations_many", *entities))
+        return {e: MemoryKG.relations(self, e, direction) for e in entities}
+
+
+def test_the_relations_of_a_level_are_asked_in_one_call_a_direction():
+    """Where the store reads many entities' relations at once, a chain's relations are one call per
+    direction (not one per entity), and the chains are those of the one-at-a-time store."""
+    kg = _BatchedRelations()
+    chains, truncated = relation_chains(MeteredKG(kg), ["Splash", "Big"], 2)
+    assert (chains, truncated) == relation_chains(KG, ["Splash", "Big"], 2)
+    assert not any(c[0] == "relations" for c in kg.calls)
+    assert kg.calls[:2] == [("relations_many", "Splash", "Big")] * 2  # the first level, out then in
+
+
 def test_the_chains_are_bounded_and_say_so():
     every, _ = relation_chains(KG, ["Babaloo Mandel"], 2)
     cut, truncated = relation_chains(KG, ["Babaloo Mandel"], 2, max_chains=2)

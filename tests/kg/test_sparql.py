@@ -268,6 +268,26 @@ def test_values_first_gives_the_lists_of_the_subqueries(endpoint: MiniEndpoint) 
         SparqlKG(endpoint.url, values_first="yes")  # type: ignore[arg-type]
 
 
+def test_relations_many_is_one_request_then_cached(endpoint: MiniEndpoint) -> None:
+    ents = ["Splash", "Tom Hanks", "Amélie", "Nope", "Splash"]
+    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE)
+    one = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0)
+    for direction in ("out", "in", "both"):
+        sent = kg.requests_sent
+        got = kg.relations_many(ents, direction)
+        assert kg.requests_sent - sent == 1, direction
+        assert got == {e: one.relations(e, direction) for e in ents}  # the same lists, in order
+        assert [kg.relations(e, direction) for e in ents] == [got[e] for e in ents]
+        assert kg.requests_sent - sent == 1  # read from the cache
+    kg.values_batch_size = 2
+    kg.clear_cache()
+    sent = kg.requests_sent
+    assert kg.relations_many(ents, "out") == {e: one.relations(e, "out") for e in ents}
+    assert kg.requests_sent - sent == 2  # 3 known entities, 2 a query ("Nope" is known to the profile)
+    with pytest.raises(ValueError):
+        kg.relations_many(ents, "sideways")  # type: ignore[arg-type]
+
+
 def test_neighbors_limit_zero_and_truncation(endpoint: MiniEndpoint) -> None:
     kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE)
     got = kg.neighbors("Tom Hanks", direction="in", limit=0)

@@ -32,6 +32,7 @@ from kg_agents.kg.base import (
     check_direction,
     joins_in_engine,
     labels_of,
+    relations_of,
 )
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator.hops import load_hop_classifier
@@ -321,9 +322,10 @@ def select_relations(
         }
     # candidates per entity, both directions
     cands: dict[str, tuple[tuple[str, Direction], ...]] = {}
+    outs, ins = relations_of(deps.kg, core, "out"), relations_of(deps.kg, core, "in")
     for e in core:
-        out = [(r, "out") for r in sorted(deps.kg.relations(e, "out"))]
-        inn = [(r, "in") for r in sorted(deps.kg.relations(e, "in"))]
+        out = [(r, "out") for r in sorted(outs[e])]
+        inn = [(r, "in") for r in sorted(ins[e])]
         cands[e] = tuple(out + inn)  # type: ignore[arg-type]
     groups: dict[Any, list[str]] = {}
     for e in core:

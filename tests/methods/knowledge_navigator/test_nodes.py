@@ -130,6 +130,41 @@ def test_select_relations_votes_per_entity():
     assert out["selected"] == {"Splash": [["directed_by", "out"]]} and out["retrieval_llm_calls"] == 2
 
 
+class _BatchedRelations(MemoryKG):
+    """A store that reads many entities' relations at once (as a SPARQL store does)."""
+
+    def __init__(self) -> None:
+        super().__init__(CONTRACT_TRIPLES)
+        self.asked: list[tuple[str, ...]] = []
+
+    def relations(self, entity, direction="out"):
+        self.asked.append(("relations", entity, direction))
+        return super().relations(entity, direction)
+
+    def relations_many(self, entities, direction="out"):
+        self.asked.append(("relations_many", direction, *entities))
+        return {e: MemoryKG.relations(self, e, direction) for e in entities}
+
+
+def test_select_relations_reads_the_core_relations_in_one_call_a_direction():
+    llm = FakeChat(rules=[("Answer", "Answer: 1")], default="Answer: 1")
+    state = {
+        "question": "who starred in [Splash] and [Big]",
+        "variants": [],
+        "core": ["Splash", "Big", "Tom Hanks"],
+    }
+    store = _BatchedRelations()
+    out = select_relations(replace(make_deps(llm), kg=MeteredKG(store)), state, run(num_variants=0))
+    assert store.asked == [
+        ("relations_many", "out", "Splash", "Big", "Tom Hanks"),
+        ("relations_many", "in", "Splash", "Big", "Tom Hanks"),
+    ]
+    want = select_relations(
+        make_deps(FakeChat(rules=[("Answer", "Answer: 1")], default="Answer: 1")), state, run(num_variants=0)
+    )
+    assert out["selected"] == want["selected"]
+
+
 def test_select_relations_stops_at_the_budget():
     state = {"question": "q", "core": ["Splash"], "retrieval_llm_calls": 39}
     out = select_relations(make_deps(), state, run(num_variants=0, max_llm_calls=39))
