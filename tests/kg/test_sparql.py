@@ -136,6 +136,12 @@ def endpoint(mini: MiniEndpoint) -> MiniEndpoint:
     return mini
 
 
+def subqueries_kg(endpoint: MiniEndpoint, **options: Any) -> SparqlKG:
+    """A ``SparqlKG`` on the mini endpoint that reads limited batches with their subqueries only (the
+    request counts and batch halving these tests follow), no cache."""
+    return SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0, values_first=False, **options)
+
+
 class TestSparqlKGMiniEndpointContract(KnowledgeGraphContract):
     """The conformance suite over HTTP against the in-process endpoint (no server needed)."""
 
@@ -213,7 +219,7 @@ def test_update_is_refused_before_sending(endpoint: MiniEndpoint) -> None:
 
 
 def test_neighbors_many_is_one_round_trip(endpoint: MiniEndpoint) -> None:
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0, values_first=False)
+    kg = subqueries_kg(endpoint)
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
     for direction in ("out", "in", "both"):
         for limit in (None, 1, 3):
@@ -231,7 +237,7 @@ def test_values_first_gives_the_lists_of_the_subqueries(endpoint: MiniEndpoint) 
     """A limited batch is one ``VALUES`` block when no entity is past the limit; those past it (and a
     block that comes back full) are read again with a subquery each; the lists are the same either way."""
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
-    plain = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0, values_first=False)
+    plain = subqueries_kg(endpoint)
     kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0)
     assert kg.values_first is True
     for direction in ("out", "in", "both"):
@@ -311,7 +317,7 @@ def test_ordered_cut_is_reproducible(endpoint: MiniEndpoint) -> None:
 def test_rejected_batches_are_halved(endpoint: MiniEndpoint) -> None:
     endpoint.mode, endpoint.max_selects = "complex", 5  # at most 4 subqueries per request
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Nope"]
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, retries=0, cache_size=0, values_first=False)
+    kg = subqueries_kg(endpoint, retries=0)
     got = kg.neighbors_many(ents, direction="both", limit=3)
     assert kg.batch_size == 2  # 2 entities x 2 directions = 4 subqueries
     endpoint.mode = "ok"
@@ -334,15 +340,7 @@ def test_a_batch_halved_mid_call_leaves_no_entity_out(endpoint: MiniEndpoint) ->
     want = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, cache_size=0).neighbors_many(ents, limit=3)
     endpoint.requests.clear()
     endpoint.mode, endpoint.fail_first = "flaky", 1  # the first request fails, then all pass
-    kg = SparqlKG(
-        endpoint.url,
-        profile=CONTRACT_PROFILE,
-        batch_size=4,
-        parallel_requests=1,
-        retries=0,
-        cache_size=0,
-        values_first=False,
-    )
+    kg = subqueries_kg(endpoint, batch_size=4, parallel_requests=1, retries=0)
     got = kg.neighbors_many(ents, limit=3)
     assert got == want and list(got) == ents
     assert kg.batch_size == 2 and kg.requests_sent == 1 + 5  # the failed batch of 4, then 5 batches of 2
@@ -353,41 +351,19 @@ def test_batches_are_sent_at_once_and_give_what_one_after_another_gives(endpoint
     order asked, and every request is counted. A batch rejected in a wave is halved like any other."""
     ents = ["Splash", "Parenthood", "Big", "Amélie", "Cast Away", "Forrest Gump", "Tom Hanks", "Ron Howard"]
     ents += ["Nope", "Nada"]
-    one = SparqlKG(
-        endpoint.url,
-        profile=CONTRACT_PROFILE,
-        batch_size=2,
-        parallel_requests=1,
-        cache_size=0,
-        values_first=False,
-    )
+    one = subqueries_kg(endpoint, batch_size=2, parallel_requests=1)
     want = one.neighbors_many(ents, direction="both", limit=3)
     assert one.requests_sent == 5
     assert endpoint.most_in_flight == 1
     endpoint.mode, endpoint.delay = "slow", 0.2  # long enough for the other threads' requests to arrive
-    kg = SparqlKG(
-        endpoint.url,
-        profile=CONTRACT_PROFILE,
-        batch_size=2,
-        parallel_requests=3,
-        cache_size=0,
-        values_first=False,
-    )
+    kg = subqueries_kg(endpoint, batch_size=2, parallel_requests=3)
     got = kg.neighbors_many(ents, direction="both", limit=3)
     assert got == want and list(got) == ents
     assert all(got[e].truncated == want[e].truncated for e in ents)
     assert kg.requests_sent == 5 and endpoint.most_in_flight >= 2
     endpoint.requests.clear()
     endpoint.mode, endpoint.max_selects = "complex", 3  # one entity x 2 directions a request at most
-    kg = SparqlKG(
-        endpoint.url,
-        profile=CONTRACT_PROFILE,
-        batch_size=2,
-        parallel_requests=3,
-        retries=0,
-        cache_size=0,
-        values_first=False,
-    )
+    kg = subqueries_kg(endpoint, batch_size=2, parallel_requests=3, retries=0)
     assert kg.neighbors_many(ents, direction="both", limit=3) == want and kg.batch_size == 1
 
 
@@ -517,7 +493,7 @@ def test_an_entity_met_without_a_label_is_not_asked_about(tmp_path: Any) -> None
 
 
 def test_long_queries_are_posted(endpoint: MiniEndpoint) -> None:
-    kg = SparqlKG(endpoint.url, profile=CONTRACT_PROFILE, post_threshold=500, values_first=False)
+    kg = subqueries_kg(endpoint, post_threshold=500)
     kg.neighbors("Splash")
     kg.neighbors_many(["Big", "Amélie", "Cast Away", "Parenthood", "Forrest Gump"], limit=3)
     methods = [r["method"] for r in endpoint.requests]
