@@ -22,7 +22,6 @@ from kg_agents.kg._query_builders import (
     Row,
     all_relations_query,
     chain_ends_query,
-    chain_walks_query,
     chain_witness_query,
     check_read_only,
     count_query,
@@ -45,7 +44,8 @@ from kg_agents.kg._query_builders import (
     relations_query,
     triple_page_query,
 )
-from kg_agents.kg.base import Direction, Hop, Path, Triple, TripleList, check_direction, parse_relation_path
+from kg_agents.kg._query_chains import ChainQueryMixin
+from kg_agents.kg.base import Direction, Triple, TripleList, check_direction, check_limit
 from kg_agents.kg.profiles import Profile
 from kg_agents.kg.terms import iri
 
@@ -79,12 +79,7 @@ __all__ = [
 ]
 
 
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
-
-
-class SparqlBackedKG(base.KnowledgeGraph):
+class SparqlBackedKG(ChainQueryMixin, base.KnowledgeGraph):
     """``KnowledgeGraph`` methods written once over two primitives, ``_select`` and ``_ask``.
 
     Subclasses set ``name``, ``profile``, ``batch_size`` and implement ``_select(query) -> list[Row]``,
@@ -101,11 +96,6 @@ class SparqlBackedKG(base.KnowledgeGraph):
     #: Ends per :meth:`chain_witnesses` query and triples per :meth:`has_triples` query: one ``VALUES``
     #: block, cheap to compile at any size, unlike ``neighbors_many``'s subquery per entity.
     values_batch_size: int = 128
-    #: Walks read in one request by the chain queries before their grouped ones: a topic with at most this
-    #: many walks along a path gets its ends and a witness of each from that read alone (the same ends
-    #: and witnesses as the grouped queries); a hub's first walks give the ends and witnesses they hold,
-    #: and the grouped queries run only for what they miss. 0: the grouped queries only.
-    walk_rows: int = 2000
     #: Labels read ahead: the entities met in neighbour lists (the last this many, oldest dropped) wait
     #: for their labels; the first ``label`` asked of one reads the labels of those met after it with
     #: it, ``values_batch_size`` in one query. 0 (here: an in-process store has no round trip to save)
@@ -382,7 +372,7 @@ class SparqlBackedKG(base.KnowledgeGraph):
         ``page_size`` is read in pages, one entity at a time.
         """
         check_direction(direction)
-        _check_limit(limit)
+        check_limit(limit)
         limit = self._capped(limit)
         out: dict[str, TripleList] = {}
         rterm = None
@@ -569,125 +559,6 @@ class SparqlBackedKG(base.KnowledgeGraph):
                     self._cache.put(("ask", t.head, t.relation, t.tail), ok)
                     out[i] = ok
         return [out[i] for i in range(len(triples))]
-
-    # relation paths (ChainQueries) ------------------------------------------
-    def _chain_terms(
-        self, topic: str, relation_path: Sequence[str]
-    ) -> tuple[str, list[tuple[str, bool]]] | None:
-        steps = parse_relation_path(relation_path)
-        term = self._eterm(topic)
-        rterms = [(self._rterm(r), inv) for r, inv in steps]
-        if term is None or any(r is None for r, _ in rterms):
-            return None
-        return term, rterms  # type: ignore[return-value]
-
-    def chain_ends(
-        self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
-    ) -> tuple[list[str], bool]:
-        """The entities ``relation_path`` reaches from ``topic``, at most ``limit`` (and ``max_neighbors``),
-        and whether there were more: one ``SELECT DISTINCT .. LIMIT limit+1``, or pages of ``page_size``
-        (see :class:`~kg_agents.kg.base.ChainQueries`)."""
-        _check_limit(limit)
-        limit = self._capped(limit)
-        found = self._chain_terms(topic, relation_path)
-        if found is None:
-            return [], False
-        term, steps = found
-
-        def compute() -> tuple[list[str], bool]:
-            read = self._walk_read(topic, relation_path, term, steps)
-            if read is not None:
-                walks, complete = read
-                seen = list(dict.fromkeys(self.profile.entity_id(w[-1]) for w in walks))
-                if limit is not None and len(seen) > limit:
-                    return seen[:limit], True
-                if complete:
-                    return seen, False
-            var = f"x{len(steps)}"
-            paged = self._paged(limit)
-            rows = self._select(chain_ends_query(term, steps, self.page_size if paged else limit))
-            if paged and len(rows) > int(self.page_size):  # type: ignore[arg-type]
-                # more than a page: read again, in pages
-                rows = self._pages(chain_ends_query(term, steps, None), f"?{var}", int(limit) + 1)  # type: ignore[arg-type]
-            ends = list(dict.fromkeys(self.profile.entity_id(r[var].value) for r in rows if var in r))
-            if limit is not None and len(ends) > limit:
-                return ends[:limit], True
-            return ends, False
-
-        ends, cut = self._cached(("chain", topic, tuple(relation_path), limit), compute)
-        return list(ends), bool(cut)
-
-    def chain_witnesses(
-        self, topic: str, relation_path: Sequence[str], ends: Sequence[str]
-    ) -> dict[str, Path]:
-        """One walk from ``topic`` along ``relation_path`` to each of ``ends`` it reaches, the least by its
-        inner nodes' IRIs: from the first ``walk_rows`` walks (one request, shared with ``chain_ends``),
-        then, for the ends those walks miss when there were more, one grouped query per
-        ``values_batch_size`` ends."""
-        rel_steps = parse_relation_path(relation_path)
-        found = self._chain_terms(topic, relation_path)
-        out: dict[str, Path] = {}
-        if found is None:
-            return out
-        term, steps = found
-
-        def walk(end: str, inner: Sequence[str]) -> Path | None:
-            nodes = [topic, *(self.profile.entity_id(x) for x in inner), end]
-            if len(nodes) != len(steps) + 1:
-                return None
-            return Path(
-                tuple(Hop(nodes[k], rel, nodes[k + 1], inverse) for k, (rel, inverse) in enumerate(rel_steps))
-            )
-
-        targets = {e: t for e in dict.fromkeys(ends) if e != topic and (t := self._eterm(e)) is not None}
-        read = self._walk_read(topic, relation_path, term, steps)
-        if read is not None:
-            walks, complete = read
-            wanted = {t[1:-1]: e for e, t in targets.items()}
-            least: dict[str, tuple[str, ...]] = {}
-            for w in walks:
-                end = wanted.get(w[-1])
-                if end is not None and (end not in least or " ".join(w[:-1]) < " ".join(least[end])):
-                    least[end] = w[:-1]
-            for end, inner in least.items():
-                if (p := walk(end, inner)) is not None:
-                    out[end] = p
-            if complete:
-                return out
-            targets = {e: t for e, t in targets.items() if e not in least}
-        items = list(targets.items())
-        var = f"x{len(steps)}"
-        size = max(1, self.values_batch_size)
-        for i in range(0, len(items), size):
-            chunk = dict(items[i : i + size])
-            by_iri = {t[1:-1]: e for e, t in chunk.items()}
-            for row in self._select(chain_witness_query(term, steps, list(chunk.values()))):
-                end = by_iri.get(row[var].value) if var in row else None
-                if end is None or ("w" not in row and len(steps) > 1):
-                    continue
-                nodes = row["w"].value.split(" ") if len(steps) > 1 else []
-                if (p := walk(end, nodes)) is not None:
-                    out[end] = p
-        return out
-
-    def _walk_read(
-        self, topic: str, relation_path: Sequence[str], term: str, steps: Sequence[tuple[str, bool]]
-    ) -> tuple[list[tuple[str, ...]], bool] | None:
-        """The first ``walk_rows`` walks from ``topic`` along ``relation_path`` (each the IRIs of its nodes
-        after the topic) and whether they are all of them: one request, cached; None when ``walk_rows``
-        is 0. Never more rows than ``page_size``."""
-        want = min(self.walk_rows, self.page_size or self.walk_rows)
-        if want < 1:
-            return None
-        n = len(steps)
-        names = [f"x{i}" for i in range(1, n + 1)]
-
-        def compute() -> tuple[list[tuple[str, ...]], bool]:
-            rows = self._select(chain_walks_query(term, steps, want + 1))
-            walks = [tuple(r[v].value for v in names) for r in rows[:want] if all(v in r for v in names)]
-            return walks, len(rows) <= want
-
-        return self._cached(("walks", topic, tuple(relation_path), want), compute)
 
     def all_relations(self) -> list[str]:
         def compute() -> list[str]:

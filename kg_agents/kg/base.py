@@ -29,6 +29,7 @@ __all__ = [
     "Triple",
     "TripleList",
     "check_direction",
+    "check_limit",
     "has_chain_queries",
     "has_triples",
     "joins_in_engine",
@@ -46,6 +47,12 @@ DIRECTIONS: tuple[str, ...] = ("out", "in", "both")
 INVERSE_PREFIX = "~"
 #: Separator of the GCR path format ``e0 -> r1 -> e1``.
 ARROW = " -> "
+
+
+def check_limit(limit: int | None) -> None:
+    """Raise ``ValueError`` unless ``limit`` is a non-negative int (not a bool) or None."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
 
 
 def check_direction(direction: str) -> Direction:
