@@ -52,8 +52,9 @@ class ChainQueryMixin:
         self, topic: str, relation_path: Sequence[str], *, limit: int | None = None
     ) -> tuple[list[str], bool]:
         """The entities ``relation_path`` reaches from ``topic``, at most ``limit`` (and ``max_neighbors``),
-        and whether there were more: one ``SELECT DISTINCT .. LIMIT limit+1``, or pages of ``page_size``
-        (see :class:`~kg_agents.kg.base.ChainQueries`)."""
+        and whether there were more (see :class:`~kg_agents.kg.base.ChainQueries`): from the first
+        ``walk_rows`` walks when they hold them all or more than ``limit`` ends, else one ``SELECT
+        DISTINCT .. LIMIT limit+1``, or pages of ``page_size``."""
         check_limit(limit)
         limit = self._capped(limit)
         found = self._chain_terms(topic, relation_path)
@@ -111,12 +112,13 @@ class ChainQueryMixin:
         if read is not None:
             walks, complete = read
             wanted = {t[1:-1]: e for e, t in targets.items()}
-            least: dict[str, tuple[str, ...]] = {}
+            least: dict[str, tuple[str, tuple[str, ...]]] = {}  # end -> (inner IRIs joined, inner IRIs)
             for w in walks:
                 end = wanted.get(w[-1])
-                if end is not None and (end not in least or " ".join(w[:-1]) < " ".join(least[end])):
-                    least[end] = w[:-1]
-            for end, inner in least.items():
+                key = " ".join(w[:-1])
+                if end is not None and (end not in least or key < least[end][0]):
+                    least[end] = (key, w[:-1])
+            for end, (_, inner) in least.items():
                 if (p := walk(end, inner)) is not None:
                     out[end] = p
             if complete:

@@ -97,7 +97,8 @@ class SparqlKG(SparqlBackedKG):
             costs a request, not one per entity, and a label-less entity (a mediator) is not asked
             about again. 0 reads each label alone.
         values_first: a batch of limited neighbour lists is read first as one ``VALUES`` block
-            (at most the rows its subqueries could give), and only the entities past the limit again
+            (at most 1,000 rows, and no more than its subqueries could give; a block that comes back
+            full is read again with them), and only the entities past the limit again
             with a ``LIMIT`` subquery each, so every list is the one the subqueries alone give. Virtuoso
             compiles a ``VALUES`` block of 32 entities in a fraction of the time it takes for their 64
             ``UNION`` ed subqueries. False: the subqueries only.
