@@ -15,7 +15,9 @@ camelCase, ``_``, ``-`` and ``.`` read as spaces (Freebase's plural ``_s``, as i
   "what is directed by [X]?";
 - ``verb``: one word ending in ``ed``, ``influenced``: "what has [X] influenced?", "what influenced [X]?".
 
-Longer paths nest noun phrases ("what is the genre of the entities directed by [X]?"); a conjunction
+Longer paths nest noun phrases ("what is the genre of the entities directed by [X]?"), a noun read
+outwards from the topic also as a possessive ("what is [X]'s spouse's nationality?", "what is the
+nationality of [X]'s spouse?"); a conjunction
 asks for what both chains reach; a constraint asks which of a chain's answers have a value along an
 attribute step, the value written as it is (``{V}``, no brackets: "which of the entities directed by [X]
 have 1994 as their release year?"). Several forms per shape; the synthesiser draws one per question with a
@@ -183,6 +185,10 @@ def _noun_phrases(step: Step, inner: str, head: str) -> list[str]:
     out = step[1] == "out"
     one = inner in PLACEHOLDERS  # a topic; else a noun phrase of several entities
     if w.shape == "noun" and out:
+        # a possessive only on a topic or a possessive chain from one ("[X]'s spouse's nationality", "the
+        # nationality of [X]'s spouse"): after "the spouse of [X]" it would read the other way round
+        if inner.startswith(PLACEHOLDERS):
+            return [f"the {p} of {inner}", f"{inner}'s {p}"]
         return [f"the {p} of {inner}"]
     if w.shape == "noun":
         among = inner if one else f"one of {inner}"
@@ -210,7 +216,7 @@ def _be(noun_phrase: str, steps: RelationPath) -> str:
     last = steps[-1]
     w = humanise(last[0])
     singular = w.shape == "noun" and last[1] == "out" and not w.plural
-    return "is" if singular and noun_phrase.startswith("the ") else "are"
+    return "is" if singular and not noun_phrase.startswith(_HEADS) else "are"
 
 
 _HEADS = ("the entities", "the ones")

@@ -69,6 +69,18 @@ def test_nested_forms_read_from_the_topic_outwards():
     )
 
 
+def test_a_chain_of_nouns_reads_as_possessives_from_the_topic_never_the_other_way_round():
+    forms = generic_forms("spouse nationality")
+    assert "what is [X]'s spouse's nationality?" in forms
+    assert "what is the nationality of [X]'s spouse?" in forms
+    assert "what is the nationality of the spouse of [X]?" in forms
+    # "the spouse of [X]'s nationality" would read as the spouse of the nationality
+    assert not [f for f in forms if "of [X]'s" in f and f.index("spouse") < f.index("nationality")]
+    assert "what are [X]'s children's professions?" in generic_forms("children professions")
+    # a noun reached backwards has no possessive: the entities whose spouse is [X]
+    assert not [f for f in generic_forms("~spouse nationality") if "'s" in f]
+
+
 def test_conjunction_forms_name_both_topics():
     forms = generic_forms("~directed_by & ~starred_actors", "conjunction")
     assert (
