@@ -148,6 +148,7 @@ def specialise(
     paraphrase: bool = False,
     model: str | None = None,
     examples: str | None = None,
+    relation_noise: float = 0.0,
     questions: str | None = None,
     methods: Sequence[str] = PACK_METHODS,
     register: bool = True,
@@ -168,6 +169,8 @@ def specialise(
         model: the chat model that paraphrases (a :func:`~kg_agents.llm.resolve_chat_model` spec; None:
             the embedded model).
         examples: a file of a few real questions, one a line, shown to the paraphrasing model as style.
+        relation_noise: the share of synthesised chains of 2 or more hops that name one inner hop by a
+            common word instead of its relation's name (:func:`~kg_agents.synth.synthesise`).
         questions: your own questions over ``kg`` (JSONL or MetaQA lines) to evaluate the pack on as well;
             never trained on.
         methods: the methods the evaluate stage runs.
@@ -197,15 +200,16 @@ def specialise(
     graph = open_kg(kg)
     ctx = _Context(kg, graph, root, b, seed, hop_list, device, log)
     runners: dict[str, Callable[[], dict[str, Any]]] = {
-        "synth": lambda: ctx.synth(paraphrase=paraphrase, model=model, examples=examples),
+        "synth": lambda: ctx.synth(paraphrase, model, examples, relation_noise),
         "hops": ctx.hops,
         "dualr": ctx.dualr,
         "gcr": ctx.gcr,
         "specialist": ctx.specialist,
         "evaluate": lambda: ctx.evaluate(methods, questions),
     }
+    noise = {"relation_noise": relation_noise} if relation_noise else {}  # a pack built before it resumes
     settings: dict[str, dict[str, Any]] = {
-        "synth": {"paraphrase": paraphrase, "model": model, "examples": examples},
+        "synth": {"paraphrase": paraphrase, "model": model, "examples": examples, **noise},
         "evaluate": {"methods": list(methods), "questions": questions},
     }
     t_all = time.perf_counter()
@@ -282,7 +286,9 @@ class _Context:
             raise ConfigError(f"stage {stage!r} needs the synthesised questions: run the synth stage first")
 
     # ------------------------------------------------------------------ stages
-    def synth(self, *, paraphrase: bool, model: str | None, examples: str | None) -> dict[str, Any]:
+    def synth(
+        self, paraphrase: bool, model: str | None, examples: str | None, noise: float
+    ) -> dict[str, Any]:
         from kg_agents.synth import synthesise, write_questions
         from kg_agents.synth.phrase import read_examples
 
@@ -300,6 +306,7 @@ class _Context:
             llm=llm,
             paraphrase=paraphrase,
             examples=example_lines,
+            relation_noise=noise,
         )
         write_questions(result, self.root / "questions")
         stats = result.stats
@@ -463,7 +470,10 @@ def _drop(d: dict[str, Any], *keys: str) -> dict[str, Any]:
 
 def _headline(stats: dict[str, Any]) -> dict[str, Any]:
     keep = ("questions", "train", "validation", "per_hop", "per_kind", "schemas", "filtered", "seconds")
-    return {k: stats[k] for k in keep if k in stats}
+    noise = (
+        {"relation_noise": stats["relation_noise"]} if stats.get("relation_noise", {}).get("share") else {}
+    )
+    return {**{k: stats[k] for k in keep if k in stats}, **noise}
 
 
 def budget_with(name: str, **changes: int) -> Budget:
@@ -609,6 +619,13 @@ def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
     s.add_argument("--model", default=None, help="the paraphrasing chat model (default: the embedded one)")
     s.add_argument("--examples", metavar="FILE", help="a few real questions as style examples (optional)")
     s.add_argument(
+        "--relation-noise",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of synthesised chains of 2+ hops that name one inner hop by a common word (0-1)",
+    )
+    s.add_argument(
         "--questions", metavar="FILE", help="your own questions to evaluate the pack on (optional)"
     )
     s.add_argument("--methods", default=",".join(PACK_METHODS), help="methods the evaluate stage runs")
@@ -633,6 +650,7 @@ def cmd_specialise(args: Any) -> int:
         paraphrase=args.paraphrase,
         model=args.model,
         examples=args.examples,
+        relation_noise=args.relation_noise,
         questions=args.questions,
         methods=[m.strip() for m in args.methods.split(",") if m.strip()],
         register=not args.no_register,

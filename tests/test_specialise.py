@@ -49,6 +49,26 @@ def test_a_trainer_stage_needs_the_questions_first(tmp_path: Path) -> None:
         specialise(str(kb), tmp_path / "pack", budget="tiny", stages="hops", quiet=True, register=False)
 
 
+def test_relation_noise_reaches_the_questions_and_a_changed_share_synthesises_again(tmp_path: Path) -> None:
+    from kg_agents.cli.commands import main as cli
+
+    kb = small_kg(tmp_path / "kb.tsv")
+    out = tmp_path / "pack"
+    args = [str(kb), "--out", str(out), "--budget", "tiny", "--stages", "synth", "--no-register"]
+    assert cli(["specialise", *args, "--relation-noise", "1"]) == 0
+    stats = json.loads((out / "questions" / "stats.json").read_text(encoding="utf-8"))
+    assert stats["relation_noise"]["share"] == 1.0 and stats["relation_noise"]["questions"] > 0
+    synth = json.loads((out / "pack.json").read_text(encoding="utf-8"))["stages"]["synth"]
+    assert synth["questions"]["relation_noise"] == stats["relation_noise"]  # the manifest says so
+    assert cli(["specialise", *args]) == 0  # the default share is another setting: the stage runs again
+    stats = json.loads((out / "questions" / "stats.json").read_text(encoding="utf-8"))
+    assert stats["relation_noise"] == {"share": 0.0, "questions": 0}
+    again = json.loads((out / "pack.json").read_text(encoding="utf-8"))["stages"]["synth"]
+    assert again["settings_key"] != synth["settings_key"] and "relation_noise" not in again["questions"]
+    with pytest.raises(ConfigError, match="relation_noise"):
+        specialise(str(kb), tmp_path / "p2", budget="tiny", stages="synth", relation_noise=2, quiet=True)
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> None:

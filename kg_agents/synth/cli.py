@@ -62,6 +62,13 @@ def add_synth_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--examples", metavar="FILE", help="a few of your questions (one a line, or JSONL) as style"
     )
+    p.add_argument(
+        "--relation-noise",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of chains of 2+ hops that name one inner hop by a common word, not its relation (0-1)",
+    )
 
 
 class _Progress:
@@ -148,6 +155,7 @@ def synth_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         llm=llm,
         paraphrase=args.paraphrase,
         examples=examples,
+        relation_noise=args.relation_noise,
         validation_fraction=args.validation_fraction,
         progress=_Progress(stderr or sys.stderr),
     )

