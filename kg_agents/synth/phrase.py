@@ -328,7 +328,7 @@ def filler_words(relations: Iterable[str] = ()) -> list[str]:
 
     Example:
         >>> words = filler_words(["people.person.spouse", "nationality"])
-        >>> "spouse" in words, "nationality" in words, "heir" in words
+        >>> "spouse" in words, "nationality" in words, "mentor" in words
         (False, False, True)
 
     Raises:
@@ -345,8 +345,8 @@ def noised_forms(relation_path: str | RelationPath, index: int, word: str) -> li
     relation path and answers.
 
     Example:
-        >>> noised_forms("spouse nationality", 0, "heir")[0]
-        'what is the nationality of the heir of [X]?'
+        >>> noised_forms("spouse nationality", 0, "mentor")[0]
+        'what is the nationality of the mentor of [X]?'
     """
     steps = list(parse_relation_path(relation_path) if isinstance(relation_path, str) else relation_path)
     if not 0 <= index < len(steps) - 1:

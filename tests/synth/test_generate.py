@@ -290,17 +290,19 @@ def test_relation_noise_names_an_inner_hop_by_a_word_the_graph_does_not_use(film
 
 
 def test_noised_forms_keep_the_last_hop_and_check_their_arguments():
-    assert noised_forms("spouse nationality", 0, "heir")[0] == "what is the nationality of the heir of [X]?"
-    assert "what is [X]'s heir's nationality?" in noised_forms("spouse nationality", 0, "heir")
-    assert noised_forms("~directed_by has_genre", 0, "heir")[0] == (
-        "what is the genre of the entities whose heir is [X]?"
+    assert (
+        noised_forms("spouse nationality", 0, "mentor")[0] == "what is the nationality of the mentor of [X]?"
+    )
+    assert "what is [X]'s mentor's nationality?" in noised_forms("spouse nationality", 0, "mentor")
+    assert noised_forms("~directed_by has_genre", 0, "mentor")[0] == (
+        "what is the genre of the entities whose mentor is [X]?"
     )
     with pytest.raises(ConfigError, match="before the last"):
-        noised_forms("spouse nationality", 1, "heir")
+        noised_forms("spouse nationality", 1, "mentor")
     with pytest.raises(ConfigError, match="lower-case"):
         noised_forms("spouse nationality", 0, "Heir [Y]")
     words = filler_words(["people.person.spouse", "has_genre"])
-    assert "spouse" not in words and "genre" not in words and "heir" in words and "the" not in words
+    assert "spouse" not in words and "genre" not in words and "mentor" in words and "the" not in words
     assert words == sorted(words) and len(words) > 10_000
 
 
