@@ -618,13 +618,8 @@ def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
     )
     s.add_argument("--model", default=None, help="the paraphrasing chat model (default: the embedded one)")
     s.add_argument("--examples", metavar="FILE", help="a few real questions as style examples (optional)")
-    s.add_argument(
-        "--relation-noise",
-        type=float,
-        default=0.0,
-        metavar="SHARE",
-        help="share of synthesised chains of 2+ hops that name one inner hop by a common word (0-1)",
-    )
+    noise_help = "share of synthesised chains of 2+ hops that name one inner hop by a common word (0-1)"
+    s.add_argument("--relation-noise", type=float, default=0.0, metavar="SHARE", help=noise_help)
     s.add_argument(
         "--questions", metavar="FILE", help="your own questions to evaluate the pack on (optional)"
     )
@@ -650,9 +645,9 @@ def cmd_specialise(args: Any) -> int:
         paraphrase=args.paraphrase,
         model=args.model,
         examples=args.examples,
-        relation_noise=args.relation_noise,
         questions=args.questions,
         methods=[m.strip() for m in args.methods.split(",") if m.strip()],
+        relation_noise=args.relation_noise,
         register=not args.no_register,
     )
     if args.json:

@@ -62,13 +62,8 @@ def add_synth_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--examples", metavar="FILE", help="a few of your questions (one a line, or JSONL) as style"
     )
-    p.add_argument(
-        "--relation-noise",
-        type=float,
-        default=0.0,
-        metavar="SHARE",
-        help="share of chains of 2+ hops that name one inner hop by a common word, not its relation (0-1)",
-    )
+    noise_help = "share of chains of 2+ hops that name one inner hop by a common word, not its relation (0-1)"
+    p.add_argument("--relation-noise", type=float, default=0.0, metavar="SHARE", help=noise_help)
 
 
 class _Progress:
