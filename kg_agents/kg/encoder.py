@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from kg_agents._compute import run_compute
 from kg_agents.errors import ModelError
 
 __all__ = ["DEFAULT_ENCODER", "Encoder", "HashingEncoder", "SentenceEncoder", "get_sentence_encoder"]
@@ -108,7 +109,8 @@ class SentenceEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            out = self.model.encode(
+            out = run_compute(
+                self.model.encode,
                 texts,
                 batch_size=batch_size or self.batch_size,
                 convert_to_numpy=True,

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from kg_agents._compute import run_compute
 from kg_agents.errors import EntityNotFound, ModelError
 from kg_agents.files import safe_name
 from kg_agents.kg.base import KnowledgeGraph
@@ -306,10 +307,11 @@ class EntityIndex:
             return [[] for _ in texts]
         q = self._encode([display_text(t) for t in texts])
         n_search = min(len(self._texts), max(k * 4, 20))
-        _, idx = self._faiss.search(q, n_search)
+        _, idx = run_compute(self._faiss.search, q, n_search)
         # Candidates by spelling too: sentence embeddings miss misspelt rare names ("Mikio Nause").
-        _, idx_spell = self._spelling_index().search(
-            self._spell_encoder([loose_key(t) for t in texts]), n_search
+        spelling = self._spelling_index()
+        _, idx_spell = run_compute(
+            spelling.search, self._spell_encoder([loose_key(t) for t in texts]), n_search
         )
         emb = self._embeddings
         assert emb is not None

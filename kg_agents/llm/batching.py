@@ -4,8 +4,10 @@ Questions evaluated concurrently (``abatch``, ``kg-agents eval --concurrency C``
 one prompt at a time. Run one after another, a 135M model on a CPU spends most of each decoding step on
 fixed per-step overhead, so a batch of 8 prompts decodes several times faster than 8 single calls.
 :class:`GenerationBatcher` collects the requests that arrive within ``window`` seconds of each other (up
-to ``max_batch``), left-pads them into one ``generate`` call and hands each caller its own result, with
-its own stop strings, token limit and usage. A lone request waits at most ``window`` seconds extra.
+to ``max_batch``; each arrival keeps the batch open ``window`` seconds more, at most ``max_wait`` seconds
+from the first), left-pads them into one ``generate`` call and hands each caller its own result, with
+its own stop strings, token limit and usage. A lone request waits at most ``window`` seconds extra. The
+``generate`` call runs on the process's compute thread (:mod:`kg_agents._compute`).
 
 Greedy requests and unseeded sampling requests are batched (a seeded sample must stay reproducible per call,
 so it is generated alone); requests with different sampling settings go to separate generate calls. The worker
@@ -28,6 +30,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from kg_agents._compute import run_compute
 from kg_agents.errors import ModelError
 
 __all__ = ["BatchRequest", "BatchResult", "GenerationBatcher"]
@@ -99,11 +102,19 @@ class GenerationBatcher:
         tokenizer: its tokenizer (``pad_token_id`` or ``eos_token_id`` is used for padding).
         lock: held while generating (the checkpoint's generation lock).
         max_batch: most requests per ``generate`` call.
-        window: seconds to wait for more requests after the first one arrives.
+        window: seconds to wait for another request after each one arrives.
+        max_wait: seconds a batch stays open at most after its first request (at least ``window``).
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, lock: Any, *, max_batch: int = 8, window: float = 0.01
+        self,
+        model: Any,
+        tokenizer: Any,
+        lock: Any,
+        *,
+        max_batch: int = 8,
+        window: float = 0.01,
+        max_wait: float = 0.25,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -112,6 +123,7 @@ class GenerationBatcher:
         self.lock = lock
         self.max_batch = int(max_batch)
         self.window = float(window)
+        self.max_wait = max(float(max_wait), self.window)
         self.batches = 0  # generate calls made (for benchmarks and tests)
         self.requests = 0
         self._queue: queue.Queue[tuple[BatchRequest, Future[BatchResult]]] = queue.Queue()
@@ -136,13 +148,16 @@ class GenerationBatcher:
     def _loop(self) -> None:
         while True:
             batch = [self._queue.get()]
-            deadline = time.monotonic() + self.window
+            now = time.monotonic()
+            cap = now + self.max_wait
             while len(batch) < self.max_batch:
-                left = deadline - time.monotonic()
+                # wait while calls keep coming: each arrival gives the next one ``window`` more seconds
+                left = min(now + self.window, cap) - time.monotonic()
                 try:
                     batch.append(self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait())
                 except queue.Empty:
                     break
+                now = time.monotonic()
             live = [(r, f) for r, f in batch if f.set_running_or_notify_cancel()]
             if not live:
                 continue
@@ -189,7 +204,8 @@ class GenerationBatcher:
             pad_token_id=pad,
         )
         with self.lock, torch.inference_mode():
-            seq = self.model.generate(
+            seq = run_compute(
+                self.model.generate,
                 input_ids=ids,
                 attention_mask=mask,
                 generation_config=cfg,

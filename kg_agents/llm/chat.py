@@ -6,11 +6,10 @@ greedy unless ``temperature > 0``. ``stop`` strings are honoured: generation hal
 (a ``StoppingCriteria``) and the text is cut before it. Every ``AIMessage`` carries ``usage_metadata``;
 streaming yields real per-token ``AIMessageChunk``s with the usage on the last chunk.
 
-Concurrency: the underlying HF model is shared per process (see :func:`load_local_model`); generation on it is
-serialised by one lock per checkpoint, so ``batch``/``abatch`` from several threads or tasks are safe. Greedy
-calls that arrive together are decoded as one left-padded batch (``batch_size``, default 16; see
-:mod:`kg_agents.llm.batching`), which multiplies throughput when questions run concurrently. Async calls never
-block the event loop.
+Concurrency: the HF model is shared per process (:func:`load_local_model`); generation on it is serialised by
+one lock per checkpoint and runs on the process's compute thread (:mod:`kg_agents._compute`), so ``batch`` and
+``abatch`` from several threads or tasks are safe. Greedy calls that arrive together are decoded as one batch
+(``batch_size``, default 16; :mod:`kg_agents.llm.batching`). Async calls never block the event loop.
 
 Tool calling: ``bind_tools`` and ``with_structured_output`` work by grammar-constrained decoding (see
 :mod:`kg_agents.llm.tool_calling`): a tool call is valid by construction against the bound tools' JSON
@@ -44,6 +43,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
+from kg_agents._compute import run_compute
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.local_model import DEFAULT_LOCAL_MODEL, DTYPES, load_local_model, resolve_dtype
 from kg_agents.llm.prefix_cache import PrefixCache, prompt_cache
@@ -235,7 +235,7 @@ class LocalChatModel(BaseChatModel):
         batch_size: greedy calls made at the same time (``batch``/``abatch``, concurrent questions) are
             decoded together in batches of up to this many (see :mod:`kg_agents.llm.batching`); 1 turns
             dynamic batching off. Streaming calls and seeded sampling calls are never batched.
-        batch_window: seconds the batcher waits for more calls after the first one arrives.
+        batch_window: seconds the batcher waits for another call after each one (at most 0.25 s in all).
         dtype: ``float32``, ``bfloat16``, ``int8`` (linear weights in int8) or ``auto`` (bfloat16 where the
             CPU computes it natively); None: ``$KG_AGENTS_DTYPE``, else ``auto``
             (:func:`~kg_agents.llm.local_model.load_local_model`).
@@ -263,7 +263,7 @@ class LocalChatModel(BaseChatModel):
     streaming: bool = False
     seed: int | None = None
     batch_size: int = 16
-    batch_window: float = 0.01
+    batch_window: float = 0.05
     dtype: str | None = None
     prefix_cache: bool = True
 
@@ -463,7 +463,8 @@ class LocalChatModel(BaseChatModel):
                 past = cache.lookup(p["inputs"]["input_ids"][0].tolist())[1]
                 past = DynamicCache(config=p["model"].config) if past is None else past
             try:
-                out = p["model"].generate(
+                out = run_compute(
+                    p["model"].generate,
                     **p["inputs"],
                     generation_config=p["config"],
                     stopping_criteria=p["criteria_list"],

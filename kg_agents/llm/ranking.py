@@ -41,6 +41,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from kg_agents._compute import run_compute
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.llm.prefix_cache import PrefixCache, prefill
 from kg_agents.untrusted import neutralize_control
@@ -421,7 +422,8 @@ def rank_options(
         chat = messages_to_chat(msgs)
         try:
             with generation_lock(llm.model_path):
-                scores, n_in = score_local(
+                scores, n_in = run_compute(
+                    score_local,
                     model,
                     tok,
                     chat,

@@ -24,6 +24,7 @@ import torch
 from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
+from kg_agents._compute import run_compute
 from kg_agents.core.answers import parse_answers
 from kg_agents.core.conjunction import answer_set, path_relations
 from kg_agents.core.context import run_context
@@ -235,7 +236,8 @@ def explore(deps: DualRDeps, state: Mapping[str, Any], runtime: Runtime[Any] | N
         with session.lock, torch.no_grad():
             graph = session.graph()
             before_trunc = graph.truncated
-            ex = session.model.explore(
+            ex = run_compute(
+                session.model.explore,
                 q,
                 [state.get("topic_entities") or []],
                 graph,

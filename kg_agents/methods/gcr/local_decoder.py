@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from kg_agents._compute import run_compute
 from kg_agents.errors import ModelError
 from kg_agents.llm.local_model import load_local_model
 from kg_agents.methods.gcr.decoding import (
@@ -269,7 +270,8 @@ class LocalConstrainedDecoder(TrieDecoder):
         t0 = time.perf_counter()
         try:
             with self._lock, torch.inference_mode():
-                out = self.model.generate(
+                out = run_compute(
+                    self.model.generate,
                     input_ids=ids,
                     attention_mask=torch.ones_like(ids),
                     num_beams=num_beams,
@@ -354,7 +356,8 @@ class LocalConstrainedDecoder(TrieDecoder):
         width = max(len(r) for r in rows)
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
         attention = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
-        out = self.model.generate(
+        out = run_compute(
+            self.model.generate,
             input_ids=input_ids,
             attention_mask=attention,
             do_sample=False,

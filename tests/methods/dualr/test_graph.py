@@ -80,6 +80,27 @@ def test_gnn_only_answers_without_llm(kg, checkpoint, no_model):
     assert explore["after_pruning"][0] <= explore["before_pruning"][0]
 
 
+def test_the_exploration_runs_on_the_compute_thread(kg, checkpoint, no_model, monkeypatch):
+    """The GNN's tensor work, with the KG reads between its steps, runs on the process's one compute
+    thread (kg_agents._compute), whichever thread answers the question."""
+    import threading
+
+    from kg_agents.methods.dualr.gnn import DualRExplorer
+
+    explore = DualRExplorer.explore
+    threads = []
+
+    def recording(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return explore(self, *args, **kwargs)
+
+    monkeypatch.setattr(DualRExplorer, "explore", recording)
+    g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn")
+    out = g.batch([{"question": "who directed [Splash]", "topic_entities": ["Splash"]}] * 2)
+    assert [o["answers"][0] for o in out] == ["Ron Howard"] * 2
+    assert threads == ["kg-agents-compute"] * 2
+
+
 def test_llm_chooses_a_labelled_option_one_call(kg, checkpoint):
     llm = FakeChat(replies=["Based on the facts, the correct answer is B."])
     g = create_dualr_graph(kg, llm=llm, checkpoint=checkpoint, whole_set=False, num_candidates=3)
