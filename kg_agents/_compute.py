@@ -69,6 +69,18 @@ def _ensure_worker() -> None:
             _worker.start()
 
 
+def _reset_in_child() -> None:
+    """A forked child has no worker, and the parent's pending calls are not its own."""
+    global _queue, _worker, _start_lock
+    _queue = queue.SimpleQueue()
+    _worker = None
+    _start_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
+
+
 def _with_caller_modes(
     fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Callable[[], T]:

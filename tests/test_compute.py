@@ -3,6 +3,7 @@ mode; the batcher, option scoring, the sentence encoder and gcr's decoder send t
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -163,3 +164,33 @@ def test_option_scoring_and_sentence_encoding_run_on_the_compute_thread(
     enc._model = _ST()
     assert enc(["x", "y"]).shape == (2, 3)
     assert seen == [WORKER, WORKER]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() in a process with threads
+def test_a_forked_child_gets_a_worker_of_its_own_and_none_of_the_parents_calls(tmp_path: Any) -> None:
+    """A child forked while the parent's worker is busy and a call waits in its queue runs its own calls
+    on a worker of its own, and never the parent's waiting call."""
+    release = threading.Event()
+    marks = tmp_path / "marks"
+
+    def mark() -> None:
+        with open(marks, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\n")
+
+    with ThreadPoolExecutor(2) as pool:
+        busy = pool.submit(run_compute, release.wait, 30)
+        time.sleep(0.2)  # the worker is in release.wait
+        waiting = pool.submit(run_compute, mark)
+        time.sleep(0.2)  # mark is in the queue
+        pid = os.fork()
+        if pid == 0:
+            ok = run_compute(_thread_name) == WORKER and run_compute(sum, [2, 3]) == 5
+            time.sleep(0.3)  # time for a worker that took the parent's call to run it
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        busy.result(timeout=30)
+        waiting.result(timeout=30)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert marks.read_text(encoding="utf-8").split() == [str(os.getpid())]
