@@ -92,12 +92,11 @@ def table(rows: list[tuple[str, dict[str, Any]]]) -> str:
     lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for name, r in rows:
         gen, req, sc = r.get("generate_calls", 0), r.get("requests", 0), r.get("scoring_calls", 0)
-        lines.append(
-            f"| {name} | {r['n']} | {r['wall']:.1f} | {r['n'] / r['wall']:.3f} | {gen:.0f} | {req:.0f} | "
-            f"{req / gen if gen else 0:.1f} | {r.get('generate_s', 0):.1f} | {sc:.0f} | "
-            f"{r.get('scoring_tokens', 0) / sc if sc else 0:.0f} | {r.get('scoring_s', 0):.1f} | "
-            f"{r['hits@1']:.3f} |"
-        )
+        cells = [name, str(r["n"]), f"{r['wall']:.1f}", f"{r['n'] / r['wall']:.3f}", f"{gen:.0f}"]
+        cells += [f"{req:.0f}", f"{req / gen if gen else 0:.1f}", f"{r.get('generate_s', 0):.1f}"]
+        cells += [f"{sc:.0f}", f"{r.get('scoring_tokens', 0) / sc if sc else 0:.0f}"]
+        cells += [f"{r.get('scoring_s', 0):.1f}", f"{r['hits@1']:.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
