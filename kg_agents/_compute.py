@@ -4,7 +4,7 @@ PyTorch runs its CPU kernels on OpenMP, and every Python thread that starts a pa
 OpenMP team of its own. Questions answered concurrently (``kg-agents eval --concurrency``, ``abatch``,
 a LangGraph app serving several users) each run models in their own thread, so a process held one team
 per thread on the same cores, and they slowed one another: on a 2-core CPU a greedy token of the
-embedded model took 50 ms in a fresh process and 77-81 ms once the main thread had run one parallel
+embedded model took 49-52 ms in a fresh process and 76-82 ms once the main thread had run one parallel
 kernel (a matrix product, a GELU, a sentence encoding); the same kernel run in a thread that then ended
 left no such cost.
 
