@@ -34,6 +34,8 @@ from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_write
+from kg_agents.synth.cli import BALANCE_HELP
+from kg_agents.synth.shares import BALANCES
 
 __all__ = ["BUDGETS", "PACK_METHODS", "STAGES", "Budget", "specialise"]
 
@@ -149,6 +151,7 @@ def specialise(
     model: str | None = None,
     examples: str | None = None,
     relation_noise: float = 0.0,
+    balance: str = "path",
     questions: str | None = None,
     methods: Sequence[str] = PACK_METHODS,
     register: bool = True,
@@ -171,6 +174,8 @@ def specialise(
         examples: a file of a few real questions, one a line, shown to the paraphrasing model as style.
         relation_noise: the share of synthesised chains of 2 or more hops that name one inner hop by a
             common word instead of its relation's name (:func:`~kg_agents.synth.synthesise`).
+        balance: how the synthesiser shares a hop count's chains: ``"path"`` (by relation path) or
+            ``"direction"`` (by direction pattern, then path; :func:`~kg_agents.synth.synthesise`).
         questions: your own questions over ``kg`` (JSONL or MetaQA lines) to evaluate the pack on as well;
             never trained on.
         methods: the methods the evaluate stage runs.
@@ -200,16 +205,19 @@ def specialise(
     graph = open_kg(kg)
     ctx = _Context(kg, graph, root, b, seed, hop_list, device, log)
     runners: dict[str, Callable[[], dict[str, Any]]] = {
-        "synth": lambda: ctx.synth(paraphrase, model, examples, relation_noise),
+        "synth": lambda: ctx.synth(paraphrase, model, examples, relation_noise, balance),
         "hops": ctx.hops,
         "dualr": ctx.dualr,
         "gcr": ctx.gcr,
         "specialist": ctx.specialist,
         "evaluate": lambda: ctx.evaluate(methods, questions),
     }
-    noise = {"relation_noise": relation_noise} if relation_noise else {}  # a pack built before it resumes
+    # options at their defaults stay out of the settings, so that a pack built before them resumes
+    optional: dict[str, Any] = {"relation_noise": relation_noise} if relation_noise else {}
+    if balance != "path":
+        optional["balance"] = balance
     settings: dict[str, dict[str, Any]] = {
-        "synth": {"paraphrase": paraphrase, "model": model, "examples": examples, **noise},
+        "synth": {"paraphrase": paraphrase, "model": model, "examples": examples, **optional},
         "evaluate": {"methods": list(methods), "questions": questions},
     }
     t_all = time.perf_counter()
@@ -287,7 +295,7 @@ class _Context:
 
     # ------------------------------------------------------------------ stages
     def synth(
-        self, paraphrase: bool, model: str | None, examples: str | None, noise: float
+        self, paraphrase: bool, model: str | None, examples: str | None, noise: float, balance: str
     ) -> dict[str, Any]:
         from kg_agents.synth import synthesise, write_questions
         from kg_agents.synth.phrase import read_examples
@@ -307,6 +315,7 @@ class _Context:
             paraphrase=paraphrase,
             examples=example_lines,
             relation_noise=noise,
+            balance=balance,
         )
         write_questions(result, self.root / "questions")
         stats = result.stats
@@ -620,6 +629,7 @@ def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
     s.add_argument("--examples", metavar="FILE", help="a few real questions as style examples (optional)")
     noise_help = "share of synthesised chains of 2+ hops that name one inner hop by a common word (0-1)"
     s.add_argument("--relation-noise", type=float, default=0.0, metavar="SHARE", help=noise_help)
+    s.add_argument("--balance", default="path", choices=BALANCES, help=BALANCE_HELP)
     s.add_argument(
         "--questions", metavar="FILE", help="your own questions to evaluate the pack on (optional)"
     )
@@ -648,6 +658,7 @@ def cmd_specialise(args: Any) -> int:
         questions=args.questions,
         methods=[m.strip() for m in args.methods.split(",") if m.strip()],
         relation_noise=args.relation_noise,
+        balance=args.balance,
         register=not args.no_register,
     )
     if args.json:

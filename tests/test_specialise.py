@@ -69,6 +69,33 @@ def test_relation_noise_reaches_the_questions_and_a_changed_share_synthesises_ag
         specialise(str(kb), tmp_path / "p2", budget="tiny", stages="synth", relation_noise=2, quiet=True)
 
 
+def test_balance_reaches_the_questions_and_a_changed_one_synthesises_again(tmp_path: Path) -> None:
+    from kg_agents.cli.commands import main as cli
+
+    kb = small_kg(tmp_path / "kb.tsv")
+    out = tmp_path / "pack"
+    args = [str(kb), "--out", str(out), "--budget", "tiny", "--stages", "synth", "--no-register"]
+
+    def synth_record() -> tuple[dict, dict]:
+        stats = json.loads((out / "questions" / "stats.json").read_text(encoding="utf-8"))
+        return stats, json.loads((out / "pack.json").read_text(encoding="utf-8"))["stages"]["synth"]
+
+    assert cli(["specialise", *args]) == 0
+    stats, by_path = synth_record()
+    assert stats["settings"]["balance"] == "path"
+    assert cli(["specialise", *args, "--balance", "direction"]) == 0  # another setting: synthesised again
+    stats, by_direction = synth_record()
+    assert (
+        stats["settings"]["balance"] == "direction"
+        and by_direction["settings_key"] != by_path["settings_key"]
+    )
+    written = (out / "questions" / "stats.json").stat().st_mtime_ns
+    assert cli(["specialise", *args, "--balance", "direction"]) == 0  # the same: not run again
+    assert (out / "questions" / "stats.json").stat().st_mtime_ns == written
+    with pytest.raises(ConfigError, match="balance"):
+        specialise(str(kb), tmp_path / "p2", budget="tiny", stages="synth", balance="hops", quiet=True)
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ import sys
 from typing import Any, TextIO
 
 from kg_agents.errors import ConfigError
+from kg_agents.synth.shares import BALANCES
+
+#: ``--balance``'s help, for ``kg-agents synth`` and ``kg-agents specialise``.
+BALANCE_HELP = "share each hop count's chains by relation path (default) or by direction pattern, then path"
 
 __all__ = ["add_synth_arguments", "parse_int_list", "summary_lines", "synth_command"]
 
@@ -64,6 +68,7 @@ def add_synth_arguments(p: argparse.ArgumentParser) -> None:
     )
     noise_help = "share of chains of 2+ hops that name one inner hop by a common word, not its relation (0-1)"
     p.add_argument("--relation-noise", type=float, default=0.0, metavar="SHARE", help=noise_help)
+    p.add_argument("--balance", default="path", choices=BALANCES, help=BALANCE_HELP)
 
 
 class _Progress:
@@ -151,6 +156,7 @@ def synth_command(args: argparse.Namespace, *, stderr: TextIO | None = None) -> 
         paraphrase=args.paraphrase,
         examples=examples,
         relation_noise=args.relation_noise,
+        balance=args.balance,
         validation_fraction=args.validation_fraction,
         progress=_Progress(stderr or sys.stderr),
     )

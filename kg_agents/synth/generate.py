@@ -10,10 +10,10 @@ hash or set order):
 2. **Relation paths** (:func:`~kg_agents.synth.schemas.sample_relation_paths`): seeded random walks from
    those entities; a walk never goes on through a hub. A path found from fewer than ``min_topics``
    distinct topics is left out.
-3. **Chains.** Each hop count gets its share of ``n`` (``hop_mix``); its relation paths take turns (in a
-   seeded order each round), each turn trying its topics until one passes every filter, so that no path
-   gets more than about ``quota / paths`` questions while others still have topics. The filters, each
-   counted in ``stats["filters"]`` under its name, in the order they apply:
+3. **Chains.** Each hop count gets its share of ``n`` (``hop_mix``); its relation paths take turns (a
+   seeded order each round; ``balance="direction"``: their direction patterns take turns, ``io`` against
+   a triple then along one, and each pattern's paths within it), and a path's turn tries its topics until
+   one passes every filter. The filters, each counted in ``stats["filters"]`` under its name, in order:
 
    - ``duplicate_path``: the same topic and relation path as a question already made;
    - ``topic_hub``: the topic has more than ``max_degree`` triples;
@@ -87,7 +87,16 @@ from kg_agents.synth.schemas import (
     sample_relation_paths,
     walk,
 )
-from kg_agents.synth.shares import quotas, split_questions, weights_of, with_changes
+from kg_agents.synth.shares import (
+    BALANCES,
+    direction_pattern,
+    interleave,
+    quotas,
+    split_questions,
+    take_turns,
+    weights_of,
+    with_changes,
+)
 
 __all__ = ["FILTERS", "SYNTHESISED_KINDS", "check_chain", "synthesise"]
 
@@ -316,24 +325,6 @@ class _Synth:
                 return _Draft("constraint", (w1,), tuple(sorted(kept)), text, (step, value))
         return None
 
-    def take_turns(self, groups: Mapping[str, Iterator[_Draft]], quota: int) -> list[_Draft]:
-        """Drafts from ``groups`` in turns (a seeded order each round) until ``quota`` or all are empty."""
-        active = sorted(groups)
-        made: list[_Draft] = []
-        while active and len(made) < quota:
-            self.rng.shuffle(active)
-            still = []
-            for key in active:
-                if len(made) >= quota:
-                    still.append(key)
-                    continue
-                draft = next(groups[key], None)
-                if draft is not None:
-                    made.append(draft)
-                    still.append(key)
-            active = sorted(still)
-        return made
-
 
 def check_chain(
     kg: KnowledgeGraph,
@@ -383,14 +374,6 @@ def _chain_drafts(state: _Synth, schema: PathSchema) -> Iterator[_Draft]:
             yield draft
 
 
-def _leaks(question: str, topic_labels: Sequence[str], answer_labels: Sequence[str]) -> bool:
-    text = question
-    for label in topic_labels:
-        text = text.replace(f"[{label}]", " ")
-    qn = f" {normalize_answer(text)} "
-    return any(len(n) > 1 and f" {n} " in qn for n in (normalize_answer(a) for a in answer_labels))
-
-
 def synthesise(
     kg: KnowledgeGraph,
     *,
@@ -411,6 +394,7 @@ def synthesise(
     paraphrase: bool = False,
     examples: Sequence[str] | None = None,
     relation_noise: float = 0.0,
+    balance: str = "path",
     validation_fraction: float = 0.2,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> SynthResult:
@@ -444,6 +428,9 @@ def synthesise(
             last by a common English word instead of its relation's name
             (:func:`~kg_agents.synth.phrase.noised_forms`, ``filler_words``); the record keeps the true
             path and answers. 0 (the default) draws nothing.
+        balance: how a hop count's chains are shared: ``"path"`` (the default), equally among the
+            relation paths; ``"direction"``, equally among the relation paths' direction patterns (``io``
+            for ``~directed_by has_genre``), then among each pattern's paths.
         validation_fraction: the share of each kind and hop count that goes to validation.
         progress: called as ``progress(stage, done, total)`` (stages: ``labels``, ``walks``, ``chains``,
             ``conjunctions``, ``constraints``, ``paraphrase``, ``phrase``).
@@ -474,6 +461,8 @@ def synthesise(
     noise_is_number = isinstance(relation_noise, int | float) and not isinstance(relation_noise, bool)
     if not (noise_is_number and 0 <= relation_noise <= 1):
         raise ConfigError(f"relation_noise must be a number in [0, 1], got {relation_noise!r}")
+    if balance not in BALANCES:
+        raise ConfigError(f"balance must be one of {BALANCES}, got {balance!r}")
     if not 0.0 <= validation_fraction < 1.0:
         raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}")
     kind_quota = quotas(n, weights_of(kind_mix, kinds, "kind_mix"))
@@ -530,7 +519,13 @@ def synthesise(
         if progress is not None:
             progress("chains", len(drafts), kind_quota["chain"])
         group = {s.text: _chain_drafts(state, s) for s in schemas if s.hops == h}
-        drafts += state.take_turns(group, hop_quota[h])
+        if balance == "direction":  # the direction patterns take turns, then their relation paths
+            patterns = sorted({direction_pattern(p) for p in group})
+            group = {
+                d: interleave({p: it for p, it in group.items() if direction_pattern(p) == d}, rng)
+                for d in patterns
+            }
+        drafts += take_turns(group, hop_quota[h], rng)
     if progress is not None and "chain" in kinds:
         progress("chains", len(drafts), kind_quota["chain"])
     note("chains", t0)
@@ -550,7 +545,7 @@ def synthesise(
             if d is not None:
                 found.setdefault(d.relation_path, []).append(d)
                 made += 1
-        drafts += state.take_turns({k: iter(v) for k, v in found.items()}, quota)
+        drafts += take_turns({k: iter(v) for k, v in found.items()}, quota, rng)
         if progress is not None and quota:
             progress(f"{kind}s", 3 * quota, 3 * quota)
         note(f"{kind}s", t0)
@@ -576,7 +571,8 @@ def synthesise(
     questions = [with_changes(questions[i], id=f"synth-{k:06d}") for k, i in enumerate(order)]
     note("total", t_start)
 
-    per_hop = Counter(q.hops for q in questions if q.kind == "chain")
+    chains = [q for q in questions if q.kind == "chain"]
+    per_hop = Counter(q.hops for q in chains)
     shortfall = {f"chain_{h}_hop": hop_quota[h] - per_hop.get(h, 0) for h in hop_quota}
     for kind in ("conjunction", "constraint"):
         if kind in kinds:
@@ -597,6 +593,7 @@ def synthesise(
             "unique_answer_labels": unique_answer_labels,
             "validation_fraction": validation_fraction,
             "paraphrase": paraphrase,
+            "balance": balance,
         },
         "n": len(questions),
         "train": sum(q.split == "train" for q in questions),
@@ -604,6 +601,9 @@ def synthesise(
         "per_kind": dict(sorted(Counter(q.kind for q in questions).items())),
         "per_hop": {str(h): per_hop.get(h, 0) for h in wanted_hops},
         "per_relation_path": dict(sorted(Counter(q.relation_path for q in questions).items())),
+        "per_direction": dict(
+            sorted(Counter(f"{direction_pattern(q.relation_path)}" for q in chains).items())
+        ),
         "shortfall": shortfall,
         "filters": {f: state.filters.get(f, 0) for f in FILTERS},
         "conjunction_tries": tries["conjunction"],
@@ -658,7 +658,7 @@ def _phrase_all(
         chosen = reason = None
         for form in first + rest:
             text = fill_form(form, topic_labels, value)
-            if _leaks(text, topic_labels, answer_labels):
+            if _phrase.leaks_answer(text, topic_labels, answer_labels):
                 reason = reason or "answer_leak"
                 continue
             if text in texts:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ConfigError, ModelError
+from kg_agents.eval.metrics import normalize_answer
 from kg_agents.synth.schemas import (
     CONJUNCTION_SEPARATOR,
     CONSTRAINT_SEPARATOR,
@@ -60,6 +61,7 @@ __all__ = [
     "forms_for",
     "generic_forms",
     "humanise",
+    "leaks_answer",
     "noised_forms",
     "paraphrase_forms",
     "phrase",
@@ -355,6 +357,23 @@ def noised_forms(relation_path: str | RelationPath, index: int, word: str) -> li
         raise ConfigError(f"a filler word is lower-case letters, got {word!r}")
     steps[index] = (word, steps[index][1])
     return generic_forms(tuple(steps))
+
+
+def leaks_answer(question: str, topic_labels: Sequence[str], answer_labels: Sequence[str]) -> bool:
+    """Whether ``question`` names one of its answers outside its topics' brackets (the synthesiser's
+    ``answer_leak`` filter).
+
+    Example:
+        >>> leaks_answer("what is the genre of [Drama Queen]?", ["Drama Queen"], ["Drama"])
+        False
+        >>> leaks_answer("is [Splash] a drama?", ["Splash"], ["Drama"])
+        True
+    """
+    text = question
+    for label in topic_labels:
+        text = text.replace(f"[{label}]", " ")
+    qn = f" {normalize_answer(text)} "
+    return any(len(n) > 1 and f" {n} " in qn for n in (normalize_answer(a) for a in answer_labels))
 
 
 def fill_form(form: str, labels: Sequence[str], value: str | None = None) -> str:

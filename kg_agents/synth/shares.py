@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.synth.questions import SynthQuestion
 
-__all__ = ["quotas", "split_questions", "weights_of", "with_changes"]
+__all__ = [
+    "BALANCES",
+    "direction_pattern",
+    "interleave",
+    "quotas",
+    "split_questions",
+    "take_turns",
+    "weights_of",
+    "with_changes",
+]
+
+#: How a hop count's chains are shared among its relation paths (:func:`~kg_agents.synth.synthesise`).
+BALANCES = ("direction", "path")
 
 
 def quotas(total: int, weights: Mapping[Any, float]) -> dict[Any, int]:
@@ -23,6 +36,48 @@ def quotas(total: int, weights: Mapping[Any, float]) -> dict[Any, int]:
     for k in sorted(raw, key=lambda k: (-(raw[k] - out[k]), str(k)))[:left]:
         out[k] += 1
     return out
+
+
+def direction_pattern(relation_path: str) -> str:
+    """The directions of a relation path's steps, ``o`` along a triple and ``i`` against it (``~``).
+
+    Example:
+        >>> direction_pattern("~directed_by has_genre")
+        'io'
+    """
+    return "".join("i" if step.startswith("~") else "o" for step in relation_path.split())
+
+
+def interleave(groups: Mapping[str, Iterator[Any]], rng: random.Random) -> Iterator[Any]:
+    """The items of ``groups`` in turns, one from each group a round (a seeded order each round), until
+    every group is empty."""
+    active = sorted(groups)
+    while active:
+        rng.shuffle(active)
+        still = []
+        for key in active:
+            item = next(groups[key], None)
+            if item is not None:
+                yield item
+                still.append(key)
+        active = sorted(still)
+
+
+def take_turns(groups: Mapping[str, Iterator[Any]], quota: int, rng: random.Random) -> list[Any]:
+    """Items from ``groups`` in turns (a seeded order each round) until ``quota`` or all are empty.
+
+    Example:
+        >>> take_turns({"a": iter("aaaa"), "b": iter("b")}, 4, random.Random(0))
+        ['a', 'b', 'a', 'a']
+    """
+    made: list[Any] = []
+    items = interleave(groups, rng)
+    while len(made) < quota:  # an item is drawn only when one is wanted: drawing one has effects
+        item = next(items, None)
+        if item is None:
+            break
+        made.append(item)
+    return made
 
 
 def weights_of(

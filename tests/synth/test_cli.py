@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from kg_agents.cli.commands import main
 from kg_agents.eval.datasets import load_jsonl_questions
 from kg_agents.synth import read_questions
@@ -20,6 +22,18 @@ def test_synth_writes_the_files_and_a_summary(tmp_path, capsys):
     train, val = read_questions(out / "train.jsonl"), read_questions(out / "validation.jsonl")
     assert len(train) == 48 and len(val) == 12 and (out / "stats.json").is_file()
     assert len(load_jsonl_questions(out / "train.jsonl", kg="pq-2h")) == 48
+
+
+def test_synth_balance_by_direction_pattern(tmp_path):
+    out = tmp_path / "synth"
+    assert (
+        main(["synth", "pq-2h", "--out", str(out), "--n", "80", "--hops", "2", "--balance", "direction"]) == 0
+    )
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["settings"]["balance"] == "direction"
+    assert sorted(stats["per_direction"]) == ["ii", "io", "oi", "oo"] and set(
+        stats["per_direction"].values()
+    ) == {20}
 
 
 def test_synth_bad_input_is_status_2(tmp_path, capsys):

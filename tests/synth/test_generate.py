@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -27,6 +28,7 @@ from kg_agents.synth import (
     synthesise,
 )
 from kg_agents.synth.phrase import fill_form, filler_words, generic_forms, noised_forms
+from kg_agents.synth.shares import direction_pattern, take_turns
 from tests.fakes import FakeChat
 from tests.synth.conftest import film_triples
 
@@ -161,7 +163,7 @@ def test_each_relation_path_gets_its_share(films):
 
 
 def test_hop_mix_is_honoured(films):
-    r = synthesise(films, n=40, hops=(1, 2), hop_mix={1: 1, 2: 3}, seed=0)
+    r = synthesise(films, n=40, hops=(1, 2), hop_mix={1: 1, 2: 3}, seed=0, balance="path")
     assert r.stats["per_hop"] == {"1": 10, "2": 30}
     per = Counter(q.relation_path for q in r.questions if q.hops == 2)
     assert max(per.values()) <= math.ceil(30 / len(per)) + 1
@@ -169,6 +171,45 @@ def test_hop_mix_is_honoured(films):
         synthesise(films, n=10, hops=(1, 2), hop_mix={3: 1})
     with pytest.raises(ConfigError, match="hop_mix"):
         synthesise(films, n=10, hops=(1, 2), hop_mix=[1, -1])
+
+
+def people_triples(n: int = 60) -> list[tuple[str, str, str]]:
+    """People with a spouse, a nationality, a religion and a profession: their chains of two hops along
+    the triples (``spouse nationality``) are few beside those that walk against one (``~religion ...``)."""
+    attributes = (
+        ("nationality", "Country", 5),
+        ("religion", "Religion", 7),
+        ("profession", "Profession", 11),
+    )
+    triples = [(f"Person {i}", "spouse", f"Person {(i + 1) % n}") for i in range(n)]
+    return triples + [(f"Person {i}", r, f"{kind} {i % m}") for i in range(n) for r, kind, m in attributes]
+
+
+def test_direction_patterns_share_a_hop_count():
+    kg = MemoryKG(people_triples(), name="people")
+    by = {b: synthesise(kg, n=200, hops=(2,), seed=0, balance=b) for b in ("direction", "path")}
+    shares = {b: r.stats["per_direction"] for b, r in by.items()}
+    assert sorted(shares["direction"]) == ["ii", "io", "oi", "oo"]
+    assert sum(shares["direction"].values()) == 200 == sum(shares["path"].values())
+    # each pattern its quarter; by relation path, a pattern's share follows its number of relation paths
+    assert set(shares["direction"].values()) == {50}
+    assert shares["path"]["oo"] < 50 and shares["path"]["io"] > 90
+    assert by["direction"].stats["settings"]["balance"] == "direction"
+    with pytest.raises(ConfigError, match="balance"):
+        synthesise(kg, n=10, balance="relation")
+
+
+def test_take_turns_draws_only_what_it_takes():
+    drawn = []
+
+    def items(key):
+        for i in range(5):
+            drawn.append((key, i))
+            yield (key, i)
+
+    made = take_turns({"a": items("a"), "b": items("b")}, 3, random.Random(0))
+    assert len(made) == 3 and drawn == made
+    assert direction_pattern("~r s ~t") == "ioi"
 
 
 def test_no_topic_and_path_in_both_splits(films):
