@@ -520,11 +520,10 @@ def synthesise(
             progress("chains", len(drafts), kind_quota["chain"])
         group = {s.text: _chain_drafts(state, s) for s in schemas if s.hops == h}
         if balance == "direction":  # the direction patterns take turns, then their relation paths
-            patterns = sorted({direction_pattern(p) for p in group})
-            group = {
-                d: interleave({p: it for p, it in group.items() if direction_pattern(p) == d}, rng)
-                for d in patterns
-            }
+            by_pattern: dict[str, dict[str, Iterator[_Draft]]] = {}
+            for p, drafts_of in group.items():
+                by_pattern.setdefault(direction_pattern(p), {})[p] = drafts_of
+            group = {d: interleave(paths, rng) for d, paths in by_pattern.items()}
         drafts += take_turns(group, hop_quota[h], rng)
     if progress is not None and "chain" in kinds:
         progress("chains", len(drafts), kind_quota["chain"])

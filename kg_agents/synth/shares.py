@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,14 +71,8 @@ def take_turns(groups: Mapping[str, Iterator[Any]], quota: int, rng: random.Rand
         >>> take_turns({"a": iter("aaaa"), "b": iter("b")}, 4, random.Random(0))
         ['a', 'b', 'a', 'a']
     """
-    made: list[Any] = []
-    items = interleave(groups, rng)
-    while len(made) < quota:  # an item is drawn only when one is wanted: drawing one has effects
-        item = next(items, None)
-        if item is None:
-            break
-        made.append(item)
-    return made
+    # islice draws no item past the quota: drawing one has effects
+    return list(itertools.islice(interleave(groups, rng), max(quota, 0)))
 
 
 def weights_of(
