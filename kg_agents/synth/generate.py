@@ -600,9 +600,7 @@ def synthesise(
         "per_kind": dict(sorted(Counter(q.kind for q in questions).items())),
         "per_hop": {str(h): per_hop.get(h, 0) for h in wanted_hops},
         "per_relation_path": dict(sorted(Counter(q.relation_path for q in questions).items())),
-        "per_direction": dict(
-            sorted(Counter(f"{direction_pattern(q.relation_path)}" for q in chains).items())
-        ),
+        "per_direction": dict(sorted(Counter(direction_pattern(q.relation_path) for q in chains).items())),
         "shortfall": shortfall,
         "filters": {f: state.filters.get(f, 0) for f in FILTERS},
         "conjunction_tries": tries["conjunction"],
