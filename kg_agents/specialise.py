@@ -34,6 +34,7 @@ from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_write
+from kg_agents.packs.manifest import CHAIN, HOP_CLASSIFIER, PREDICT
 from kg_agents.synth.cli import BALANCE_HELP
 from kg_agents.synth.shares import BALANCES
 
@@ -500,30 +501,34 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 #: The route changes of a pack built here: the same routes as the bundled MetaQA pack's, with the shared
-#: specialist in place of the methods' own, except gcr's trie depth (a hop classifier trained on
-#: synthesised questions is right less often on people's than MetaQA's supervised one, and a trie of one
-#: depth leaves gcr no right path when it is wrong); each option is declared once the component it needs
-#: is in (``predict``: the hop classifier), so a pack built in part declares what it can.
+#: specialist in place of the methods' own, except where a depth comes from. The bundled pack's hop
+#: classifier learnt from MetaQA's own questions; one trained on synthesised questions learns the generic
+#: forms' wording and names the depth of few of people's multi-hop questions (it says 1 hop for most of
+#: MetaQA's 2-hop ones), so a walk here is as long as the relation chain closest to the question
+#: (``"chain"``, :func:`~kg_agents.core.hops.chain_hops`), and gcr's trie holds every path of 1..L hops (a
+#: trie of one depth leaves gcr no right path wherever the depth is wrong). Each option is declared once
+#: the component it needs is in (``predict``: the hop classifier; ``chain`` needs none), so a pack built
+#: in part declares what it can.
 ROUTES: dict[str, tuple[str, dict[str, str]]] = {
     "knowledge_navigator": (
-        "runs the pack's specialist (calibration off); the question's depth comes from the pack's hop "
-        "classifier",
-        {"adapter": "specialist", "hop_classifier": "hop_classifier"},
+        "runs the pack's specialist (calibration off); the question's depth is the length of the relation "
+        "chain closest to the question",
+        {"adapter": "specialist", "hops": CHAIN},
     ),
     "graph_explore": (
-        "the walk's length is the hop classifier's prediction: the relation chain is ranked once from the "
-        "topic entities and End? is not asked; the pack's specialist ranks",
-        {"adapter": "specialist", "hops": "predict"},
+        "the walk is as long as the relation chain closest to the question: the relation chain is ranked "
+        "once from the topic entities and End? is not asked; the pack's specialist ranks",
+        {"adapter": "specialist", "hops": CHAIN},
     ),
     "graph_agent": (
-        "Finish comes once the ranked relation chain has walked the predicted hops; the pack's specialist "
-        "ranks",
-        {"adapter": "specialist", "hops": "predict"},
+        "Finish comes once the ranked relation chain has walked as many hops as the relation chain "
+        "closest to the question has; the pack's specialist ranks",
+        {"adapter": "specialist", "hops": CHAIN},
     ),
     "gcr": (
         "the pack's path generator decodes in a KG-Trie of every path of 1..L hops, as with no pack (a trie "
-        "of only the predicted hop count has no right path wherever the prediction is wrong); the general "
-        "reasoner runs the pack's specialist",
+        "of only one depth has no right path wherever that depth is wrong); the general reasoner runs the "
+        "pack's specialist",
         {"adapter": "gcr_path_generator", "general_adapter": "specialist"},
     ),
     "dualr": (
@@ -532,9 +537,9 @@ ROUTES: dict[str, tuple[str, dict[str, str]]] = {
     ),
 }
 _RAG_ROUTE = (
-    "the candidates are the entities at the predicted distance from the topic entities; the pack's "
-    "specialist ranks them",
-    {"adapter": "specialist", "answer_hops": "predict"},
+    "the candidates are the entities as far from the topic entities as the relation chain closest to the "
+    "question is long; the pack's specialist ranks them",
+    {"adapter": "specialist", "answer_hops": CHAIN},
 )
 ROUTES.update(graph_rag=_RAG_ROUTE, text_rag=_RAG_ROUTE)
 
@@ -596,7 +601,9 @@ class _BuildManifest:
         have = set(self.manifest.components)
         for method, (summary, changes) in ROUTES.items():
             kept = {
-                k: v for k, v in changes.items() if (v == "predict" and "hop_classifier" in have) or v in have
+                k: v
+                for k, v in changes.items()
+                if v == CHAIN or (v == PREDICT and HOP_CLASSIFIER in have) or v in have
             }
             if kept:
                 self.manifest.set_route(method, summary, **kept)

@@ -130,9 +130,10 @@ def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> 
     assert res["paths"] and res["paths"][0].end in res["answers"]
 
 
-def test_a_built_pack_predicts_walk_lengths_but_not_gcr_trie_depth(tmp_path: Path) -> None:
-    """A classifier trained on synthesised questions sets the walks' length; gcr keeps its trie of every
-    path of 1..L hops (a trie of one wrong depth has no right path)."""
+def test_a_built_pack_walks_the_closest_chain_s_length_and_not_its_classifier_s(tmp_path: Path) -> None:
+    """A classifier trained on synthesised questions learns their wording: a built pack's walks are as
+    long as the relation chain closest to the question, and gcr keeps its trie of every path of 1..L
+    hops (a trie of one wrong depth has no right path)."""
     from kg_agents.kg import open_kg
     from kg_agents.packs import Pack
     from kg_agents.specialise import _BuildManifest
@@ -145,5 +146,7 @@ def test_a_built_pack_predicts_walk_lengths_but_not_gcr_trie_depth(tmp_path: Pat
         (root / path).mkdir()
         build.add_component(name, path, record={})
     pack = Pack.load(root)
-    assert pack.predicts("graph_explore") and pack.predicts("graph_agent")
-    assert pack.route("gcr")["adapter"] == "gcr_path_generator" and not pack.predicts("gcr")
+    for method in ("graph_explore", "graph_agent", "knowledge_navigator"):
+        assert pack.auto_hops(method) == "chain" and not pack.predicts(method)
+    assert pack.auto_hops("graph_rag", "answer_hops") == "chain"
+    assert pack.route("gcr")["adapter"] == "gcr_path_generator" and not pack.auto_hops("gcr")

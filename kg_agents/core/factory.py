@@ -52,15 +52,16 @@ class MethodSetup:
         llm: the chat model (with the pack's specialist adapter where it is the embedded model), or None
             where the factory asked for no model.
         hop_classifier: the hop classifier (the factory's, else the pack's; None: none).
-        auto_hops: whether the method's ``"auto"`` hop setting predicts (see
-            :func:`~kg_agents.core.hops.pack_hops`; None: a classifier was given).
+        auto_hops: what the method's ``"auto"`` hop setting follows: True the classifier, ``"chain"``
+            the closest relation chain (see :func:`~kg_agents.core.hops.pack_hops`; None: a classifier
+            was given).
     """
 
     kg: MeteredKG
     pack: Pack | None
     llm: Any
     hop_classifier: Any
-    auto_hops: bool | None
+    auto_hops: bool | str | None
 
 
 def setup_method(

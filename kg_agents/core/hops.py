@@ -34,13 +34,14 @@ from kg_agents.errors import ConfigError, ModelError
 from kg_agents.files import atomic_write
 from kg_agents.kg.encoder import get_sentence_encoder
 from kg_agents.kg.text import BRACKETED
-from kg_agents.packs import HOP_CLASSIFIER, Pack
+from kg_agents.packs import CHAIN, HOP_CLASSIFIER, Pack
 
 __all__ = [
     "CHECKPOINT_DIR",
     "ENTITY_MASK",
     "HOPS_MODES",
     "HopClassifier",
+    "chain_hops",
     "check_hops",
     "default_encoder",
     "encode",
@@ -230,7 +231,71 @@ def forget_loaded(directory: str | Path) -> None:
 
 
 #: The ``hops`` settings of the methods that follow the question's hop count, besides a positive integer.
-HOPS_MODES = ("auto", "predict", "none")
+HOPS_MODES = ("auto", "predict", CHAIN, "none")
+#: The longest relation chain :func:`chain_hops` reads.
+CHAIN_MAX_HOPS = 3
+
+
+def chain_hops(
+    kg: Any, question: str, topics: Sequence[str], *, max_hops: int = CHAIN_MAX_HOPS, encoder: Any = None
+) -> int | None:
+    """The length of the relation chain from ``topics`` whose words are closest to ``question``: the
+    graph's chains of 1..``max_hops`` hops (:func:`~kg_agents.core.chains.relation_chains`, written as
+    :func:`~kg_agents.core.chains.chain_text` does) and the question with its topic entities' labels
+    masked, both embedded by the sentence encoder (default: the shared all-MiniLM-L6-v2), compared by
+    cosine similarity; the shorter chain wins a tie. None when the graph has no chain from ``topics``.
+
+    It reads the graph, not the question's wording: a hop classifier trained on synthesised questions
+    learns the synthesiser's phrasing and says 1 hop for most people's 2-hop questions, while the chain
+    whose relations the question names is as long as the question's path as often on people's questions
+    as on synthesised ones (the own-KG guide has the figures).
+
+    Raises:
+        ConfigError: ``max_hops`` is not a positive integer.
+
+    Example:
+        >>> from kg_agents.kg.memory import MemoryKG
+        >>> kg = MemoryKG([("Big", "directed_by", "Penny"), ("Penny", "born_in", "1943")])
+        >>> chain_hops(kg, "in which year was the director of [Big] born", ["Big"])  # doctest: +SKIP
+        2
+    """
+    from kg_agents.core.chains import chain_text, relation_chains
+
+    if not isinstance(max_hops, int) or isinstance(max_hops, bool) or max_hops < 1:
+        raise ConfigError(f"max_hops must be a positive integer, got {max_hops!r}")
+    texts, lengths = [], []
+    for length in range(1, max_hops + 1):
+        for chain in relation_chains(kg, list(topics), length)[0]:
+            texts.append(chain_text(chain))
+            lengths.append(length)
+    if not texts:
+        return None
+    enc = encoder if encoder is not None else default_encoder()
+    query = encode(enc, [mask_entities(question, [kg.label(e) for e in topics])])[0]
+    vecs = _chain_vectors(enc, texts)
+    sims = vecs @ query / np.maximum(np.linalg.norm(vecs, axis=1) * np.linalg.norm(query), 1e-12)
+    return lengths[int(np.argmax(sims))]  # argmax takes the first best: chains come shortest first
+
+
+#: Per encoder (kept alive with its vectors, so its id is not reused): chain text -> embedding.
+_CHAIN_VECTORS: dict[int, tuple[Any, dict[str, np.ndarray]]] = {}
+_CHAIN_VECTORS_MAX = 50_000
+
+
+def _chain_vectors(encoder: Any, texts: Sequence[str]) -> np.ndarray:
+    """The embeddings of ``texts``, each chain text encoded once per encoder and process (a graph has a
+    few hundred; a question's chains are mostly its neighbours')."""
+    with _LOCK:
+        known = _CHAIN_VECTORS.setdefault(id(encoder), (encoder, {}))[1]
+        got = {t: known[t] for t in texts if t in known}
+    missing = list(dict.fromkeys(t for t in texts if t not in got))
+    if missing:
+        got.update(zip(missing, encode(encoder, missing), strict=True))
+        with _LOCK:
+            if len(known) + len(missing) > _CHAIN_VECTORS_MAX:
+                known.clear()
+            known.update((t, got[t]) for t in missing)
+    return np.stack([got[t] for t in texts])
 
 
 def check_hops(hops: Any, name: str = "hops") -> int | str:
@@ -253,14 +318,15 @@ def check_hops(hops: Any, name: str = "hops") -> int | str:
 
 def pack_hops(
     pack: Pack | None, method: str, hop_classifier: Any = None, option: str = "hops"
-) -> tuple[Any, bool | None]:
-    """A method's hop classifier and whether its ``"auto"`` hop setting predicts, for its dependencies.
+) -> tuple[Any, bool | str | None]:
+    """A method's hop classifier and what its ``"auto"`` hop setting follows, for its dependencies.
 
     A ``hop_classifier`` given to the factory wins: ``(hop_classifier, None)`` (``"auto"`` predicts with
-    it, see :func:`question_hops`). Else the pack's ``hop_classifier`` component, with ``"auto"``
-    predicting where the pack's route for ``method`` says ``option`` is ``"predict"`` (the bundled MetaQA
-    pack's do for graph_agent, graph_explore, gcr and the RAG baselines). Without either,
-    ``(None, False)``: ``"predict"`` asks the bundled classifier and ``"auto"`` does not predict.
+    it, see :func:`question_hops`). Else the pack's ``hop_classifier`` component (None without one) and
+    the pack's route for ``method`` (:meth:`~kg_agents.packs.Pack.auto_hops`): True where ``option`` is
+    ``"predict"`` (the bundled MetaQA pack's graph_agent, graph_explore, gcr and RAG baselines), ``"chain"``
+    where it is ``"chain"`` (:func:`chain_hops`; a pack built from the graph alone), else False. Without a
+    pack, ``(None, False)``: ``"predict"`` asks the bundled classifier and ``"auto"`` follows nothing.
 
     Raises:
         ModelError: the pack's classifier cannot be read.
@@ -271,10 +337,10 @@ def pack_hops(
     """
     if hop_classifier is not None:
         return hop_classifier, None
-    folder = pack.component_path(HOP_CLASSIFIER) if pack is not None else None
-    if folder is None:
+    if pack is None:
         return None, False
-    return load_hop_classifier(folder), pack is not None and pack.predicts(method, option)
+    folder = pack.component_path(HOP_CLASSIFIER)
+    return (load_hop_classifier(folder) if folder is not None else None), pack.auto_hops(method, option)
 
 
 def question_hops(
@@ -284,15 +350,17 @@ def question_hops(
     topics: Sequence[str],
     hop_classifier: Any = None,
     *,
-    auto: bool | None = None,
+    auto: bool | str | None = None,
 ) -> int | None:
     """The hop count a method follows for ``question`` under the setting ``mode`` (None: none).
 
     An integer is taken as it is; ``"predict"`` asks ``hop_classifier`` (default: the bundled
-    :class:`HopClassifier`, the question with its topic entities' labels masked); ``"auto"`` does so where
-    ``auto`` is True (a KG pack's route says so, see :func:`pack_hops`), or, with ``auto`` None, where a
-    ``hop_classifier`` is given, and nowhere else; ``"none"``, or a question without topic entities,
-    gives None. ``topics`` are entity ids; ``kg`` labels them only when the classifier is asked.
+    :class:`HopClassifier`, the question with its topic entities' labels masked); ``"chain"`` takes the
+    length of the relation chain closest to the question (:func:`chain_hops`; None where the topic
+    entities have no chain); ``"auto"`` predicts where ``auto`` is True (a KG pack's route says so, see
+    :func:`pack_hops`), or, with ``auto`` None, where a ``hop_classifier`` is given, follows the chain where
+    ``auto`` is ``"chain"``, and does nothing else; ``"none"``, or a question without topic entities,
+    gives None. ``topics`` are entity ids; ``kg`` labels them only when the classifier or chains are asked.
 
     Example:
         >>> question_hops(2, None, "who directed [Splash]", ["Splash"])
@@ -306,7 +374,12 @@ def question_hops(
         return None
     if isinstance(mode, int):
         return mode
-    if mode == "auto" and not (hop_classifier is not None if auto is None else auto):
-        return None
+    if mode == "auto":
+        follows = hop_classifier is not None if auto is None else auto
+        if not follows:
+            return None
+        mode = CHAIN if follows == CHAIN else "predict"
+    if mode == CHAIN:
+        return chain_hops(kg, question, topics)
     clf = hop_classifier if hop_classifier is not None else load_hop_classifier()
     return max(1, int(clf.predict([question], [[kg.label(e) for e in topics]])[0]))

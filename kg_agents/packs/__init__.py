@@ -23,6 +23,7 @@ from kg_agents.packs.fingerprint import (
     kg_summary,
 )
 from kg_agents.packs.manifest import (
+    CHAIN,
     COMPONENTS,
     DUALR,
     GCR_PATH_GENERATOR,
@@ -37,6 +38,7 @@ from kg_agents.packs.manifest import (
 from kg_agents.packs.registry import *  # noqa: F403
 
 __all__ = [
+    "CHAIN",
     "COMPONENTS",
     "DUALR",
     "FINGERPRINT_MAX_TRIPLES",

@@ -21,7 +21,8 @@ vocabulary (:data:`COMPONENTS`).
 
 ``routes`` maps a method to what the pack changes in its route: option names and the value their
 ``"auto"`` takes with this pack, and a ``summary`` sentence. ``"predict"`` for a hop option (``hops``,
-``answer_hops``) is read by the methods: their ``"auto"`` follows the pack's hop classifier; a value naming
+``answer_hops``) is read by the methods: their ``"auto"`` follows the pack's hop classifier (``"chain"``: the
+length of the relation chain closest to the question); a value naming
 a component says which one the method runs.
 
 Example:
@@ -50,6 +51,7 @@ from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.files import PACKAGE_PREFIX, PACKAGE_ROOT, atomic_write, portable_path
 
 __all__ = [
+    "CHAIN",
     "COMPONENTS",
     "DUALR",
     "GCR_PATH_GENERATOR",
@@ -92,6 +94,9 @@ COMPONENTS = (
 )
 #: The route value of a hop option whose ``"auto"`` follows the pack's hop classifier.
 PREDICT = "predict"
+#: The route value of a hop option whose ``"auto"`` takes the length of the relation chain closest to the
+#: question (:func:`kg_agents.core.hops.chain_hops`; no component needed).
+CHAIN = "chain"
 _KG_KEYS = ("fingerprint", "triples", "entities", "relations")
 
 
@@ -351,6 +356,14 @@ class Pack:
     def predicts(self, method: str, option: str = "hops") -> bool:
         """Whether ``method``'s ``option`` set to ``"auto"`` follows the pack's hop classifier."""
         return self.route(method).get(option) == PREDICT and HOP_CLASSIFIER in self.paths
+
+    def auto_hops(self, method: str, option: str = "hops") -> bool | str:
+        """What ``method``'s ``option`` set to ``"auto"`` follows with this pack: True for the pack's hop
+        classifier (:meth:`predicts`), :data:`CHAIN` for the relation chain closest to the question,
+        False for nothing."""
+        if self.predicts(method, option):
+            return True
+        return CHAIN if self.route(method).get(option) == CHAIN else False
 
     def component_path(self, name: str) -> Path | None:
         """The file or folder of component ``name``, or None when the pack has none.

@@ -51,9 +51,12 @@ def manifest_for(kg: Any, name: str = "tiny") -> PackManifest:
     return PackManifest(name, {**kg_part, "relations": s.relations, "source": "a test"})
 
 
-def hop_pack(directory: Path, kg: Any, *, routes: dict[str, str] | None = None) -> Path:
+def hop_pack(
+    directory: Path, kg: Any, *, routes: dict[str, str] | None = None, value: str = "predict"
+) -> Path:
     """A pack for ``kg`` with the tiny hop classifier and, by default, ``hops=predict`` routes for
-    graph_explore and graph_agent and ``answer_hops=predict`` for graph_rag."""
+    graph_explore and graph_agent and ``answer_hops=predict`` for graph_rag (``value`` in place of
+    ``"predict"``: ``"chain"``)."""
     m = manifest_for(kg)
     train_tiny_hops(directory / "hops")
     m.add_component(HOP_CLASSIFIER, "hops", record={"headline": "4 questions"}, validation={"accuracy": 1.0})
@@ -63,6 +66,6 @@ def hop_pack(directory: Path, kg: Any, *, routes: dict[str, str] | None = None) 
         else {"graph_explore": "hops", "graph_agent": "hops", "graph_rag": "answer_hops"}
     )
     for method, option in wanted.items():
-        m.set_route(method, "the walk's length is predicted", **{option: "predict"})
+        m.set_route(method, "the walk's length is predicted", **{option: value})
     write_manifest(directory, m)
     return directory

@@ -83,6 +83,38 @@ def test_graph_rag_reads_the_predicted_distance(pack_dir):
     assert trace_of(out, "retrieve")[0]["answer_hops"] is None
 
 
+def test_a_chain_route_walks_the_closest_chain_s_length(tmp_path, monkeypatch):
+    """A pack built from the graph alone routes ``"auto"`` to the closest relation chain: the
+    classifier says 2 hops for "who directed [Splash]", the chain "directed by" says 1."""
+    monkeypatch.setattr(hops_module, "default_encoder", HashingEncoder)
+    routes = {"graph_explore": "hops", "graph_rag": "answer_hops", "knowledge_navigator": "hops"}
+    folder = hop_pack(tmp_path / "pack", KG, routes=routes, value="chain")
+    try:
+        out = explore(pack=str(folder))
+        assert trace_of(out, "prepare")[0]["hops"] == 1 and out["answers"] == ["Ron Howard"]
+        assert trace_of(explore(pack=str(folder), hops="predict"), "prepare")[0]["hops"] == 2
+        llm = FakeChat(default="Answer: Ron Howard", logprobs=director_scores, tools=False)
+        out = create_graph("knowledge_navigator", KG, llm=llm, pack=str(folder), num_variants=0).invoke(Q)
+        (step,) = trace_of(out, "analyse_question")
+        assert step["hops"] == 1 and step["hops_source"] == "relation chain"
+        out = create_graph(
+            "graph_rag", KG, llm=FakeChat(logprobs=director_scores, tools=False), pack=str(folder)
+        )
+        assert trace_of(out.invoke(Q), "retrieve")[0]["answer_hops"] == 1
+    finally:
+        forget_loaded(folder / "hops")
+
+
+def test_knowledge_navigator_takes_chain_as_its_hops(pack_dir, monkeypatch):
+    monkeypatch.setattr(hops_module, "default_encoder", HashingEncoder)
+    llm = FakeChat(default="Answer: Ron Howard", logprobs=director_scores, tools=False)
+    kn = create_graph("knowledge_navigator", KG, llm=llm, pack=str(pack_dir), num_variants=0)
+    (step,) = trace_of(kn.invoke(Q, context={"hops": "chain"}), "analyse_question")
+    assert step["hops"] == 1 and step["hops_source"] == "relation chain"
+    out = kn.invoke(Q, context={"hops": "chains"})
+    assert out["answers"] == [] and "hops must be" in str(out["errors"])
+
+
 @pytest.mark.parametrize("method", [m.name for m in list_methods()])
 def test_every_method_takes_a_pack_and_refuses_a_bad_one(method, tmp_path):
     assert {m.name: m for m in list_methods()}[method].options()["pack"].default == "auto"

@@ -88,7 +88,7 @@ class _RankedDeps(TypedDict):
     candidate_text: Any
     calibrate: bool
     hop_classifier: Any
-    auto_hops: bool | None
+    auto_hops: bool | str | None
 
 
 def _ranked_deps(
@@ -256,9 +256,11 @@ def create_graph_rag_graph(
             candidates that far are offered (all of them where none is). ``"auto"`` (default): predicted
             by the KG pack's hop classifier where its route says so (the bundled MetaQA pack's, whose
             question forms it was trained on), or wherever ``hop_classifier`` is given, and off
-            elsewhere; ``"predict"``: always predicted;
-            a positive integer: that distance; ``"none"``: off, the 1-hop baseline of the papers. The
-            papers' route (``decide="generate"``) ignores it. A run's context may set it.
+            elsewhere (``"chain"`` where the route says ``"chain"``); ``"predict"``: always predicted;
+            ``"chain"``: the length of the relation chain closest to the question
+            (:func:`~kg_agents.core.hops.chain_hops`); a positive integer: that distance; ``"none"``:
+            off, the 1-hop baseline of the papers. The papers' route (``decide="generate"``) ignores
+            it. A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for
             ``answer_hops`` (default: the pack's, else knowledge_navigator's bundled hop classifier).
         max_hops: the farthest ``answer_hops`` reads (default 2); a larger distance is traced and

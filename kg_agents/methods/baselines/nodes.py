@@ -107,8 +107,9 @@ class GraphRAGDeps:
         candidate_text: how a ranked candidate reads: its ``label`` or the facts of its ``path``.
         calibrate: ranked route: score each candidate by how much the question raises it.
         hop_classifier: predicts the answer's distance for ``answer_hops`` (None: the bundled one).
-        auto_hops: whether ``answer_hops="auto"`` predicts (the KG pack's route, see
-            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
+        auto_hops: what ``answer_hops="auto"`` follows: True the classifier, ``"chain"`` the closest
+            relation chain (the KG pack's route, see :func:`~kg_agents.core.hops.pack_hops`); None:
+            where a ``hop_classifier`` is given.
         max_hops: the widest neighbourhood an answer distance may read.
         hop_fanout: at most this many triples per entity in a neighbourhood of two hops or more.
         max_neighbourhood: at most this many triples read for a neighbourhood of two hops or more.
@@ -122,7 +123,7 @@ class GraphRAGDeps:
     candidate_text: Literal["label", "path"] = "label"
     calibrate: bool = False
     hop_classifier: Any = None
-    auto_hops: bool | None = None
+    auto_hops: bool | str | None = None
     max_hops: int = 2
     hop_fanout: int = 30
     max_neighbourhood: int = 300
@@ -405,8 +406,9 @@ class TextRAGDeps:
             ``auto``: the label where every candidate lies at one distance, else the path.
         calibrate: ranked route: score each candidate by how much the question raises it.
         hop_classifier: predicts the answer's distance for ``answer_hops`` (None: the bundled one).
-        auto_hops: whether ``answer_hops="auto"`` predicts (the KG pack's route, see
-            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
+        auto_hops: what ``answer_hops="auto"`` follows: True the classifier, ``"chain"`` the closest
+            relation chain (the KG pack's route, see :func:`~kg_agents.core.hops.pack_hops`); None:
+            where a ``hop_classifier`` is given.
     """
 
     kg: MeteredKG
@@ -421,7 +423,7 @@ class TextRAGDeps:
     candidate_text: Literal["auto", "label", "path"] = "auto"
     calibrate: bool = False
     hop_classifier: Any = None
-    auto_hops: bool | None = None
+    auto_hops: bool | str | None = None
 
 
 def text_rag_after_link(deps: TextRAGDeps, state: Mapping[str, Any]) -> str:

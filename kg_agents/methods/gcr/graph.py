@@ -207,8 +207,9 @@ def create_gcr_graph(
         hops: the KG-Trie per question holds the paths of exactly this many hops (a departure from the
             paper, whose trie holds every path of 1..L hops for every question): an
             integer; ``"predict"``: the question's hop count from the hop classifier
-            (the pack's, else knowledge_navigator's bundled one); ``"auto"``: predicted where the KG
-            pack's route says so (the bundled MetaQA pack's, whose question forms its classifier was
+            (the pack's, else knowledge_navigator's bundled one); ``"chain"``: the length of the relation
+            chain closest to the question (:func:`~kg_agents.core.hops.chain_hops`); ``"auto"``: what
+            the KG pack's route says (the bundled MetaQA pack's, whose question forms its classifier was
             trained on), or wherever ``hop_classifier`` is given, every path of 1..``max_hops``
             elsewhere (default); ``"none"``: every path of 1..``max_hops`` hops (the paper's). A run's
             context may set it.

@@ -75,8 +75,9 @@ class GCRDeps:
         constrained: False runs the decoder without the trie (the faithfulness ablation).
         defaults: the factory's :class:`~kg_agents.methods.gcr.graph.GCRContext` (every field set).
         hop_classifier: what predicts a question's hop count for ``hops`` (None: the bundled one).
-        auto_hops: whether ``hops="auto"`` predicts (the KG pack's route, see
-            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
+        auto_hops: what ``hops="auto"`` follows: True the classifier, ``"chain"`` the closest
+            relation chain (the KG pack's route, see :func:`~kg_agents.core.hops.pack_hops`); None:
+            where a ``hop_classifier`` is given.
         calibrate: the ranked route ranks each candidate by how much the question raises it (the
             reasoning prompt with the question's words taken out is the baseline).
         candidate_text: what the ranked route ranks for each candidate: its ``label``, or its first
@@ -94,7 +95,7 @@ class GCRDeps:
     hop_classifier: Any = None
     calibrate: bool = False
     candidate_text: str = "label"
-    auto_hops: bool | None = None
+    auto_hops: bool | str | None = None
 
 
 # --------------------------------------------------------------------------- pure helpers

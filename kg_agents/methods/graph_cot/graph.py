@@ -248,9 +248,12 @@ def create_graph_agent_graph(
             questions). An integer: ``Finish`` (agent) or the end of the search (explorer, without asking
             End?) comes once the chain has walked that many hops, and not before. ``"predict"``: the
             length is predicted per question by the hop classifier (the pack's, else knowledge_navigator's
-            bundled one). ``"auto"`` (default): predicted where the KG pack's route says so (the bundled
-            MetaQA pack's, whose question forms its classifier was trained on), or wherever
-            ``hop_classifier`` is given; elsewhere the chain decides, as with ``"none"``. The papers'
+            bundled one). ``"chain"``: the length of the relation chain from the topic entities whose
+            words are closest to the question (:func:`~kg_agents.core.hops.chain_hops`). ``"auto"``
+            (default): what the KG pack's route says (``"predict"`` in the bundled MetaQA pack's, whose
+            question forms its classifier was trained on; ``"chain"`` in a pack built from the graph
+            alone), or predicted wherever ``hop_classifier`` is given; elsewhere the chain decides, as
+            with ``"none"``. The papers'
             route (``decide="generate"``) ignores it. A run's context may set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the pack's, else the bundled one, loaded on the first question that needs it).

@@ -103,15 +103,16 @@ class GraphCoTDeps:
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             ``"auto"``/``"predict"`` (None: knowledge_navigator's bundled hop classifier, loaded on the
             first question that needs it).
-        auto_hops: whether ``hops="auto"`` predicts (the KG pack's route, see
-            :func:`~kg_agents.core.hops.pack_hops`); None: where a ``hop_classifier`` is given.
+        auto_hops: what ``hops="auto"`` follows: True the classifier, ``"chain"`` the closest
+            relation chain (the KG pack's route, see :func:`~kg_agents.core.hops.pack_hops`); None:
+            where a ``hop_classifier`` is given.
     """
 
     interaction: Interaction
     defaults: GraphCoTContext
     index: Any = None
     hop_classifier: Any = None
-    auto_hops: bool | None = None
+    auto_hops: bool | str | None = None
 
 
 # --------------------------------------------------------------------------- branches

@@ -20,6 +20,7 @@ from kg_agents.core.answers import parse_answers
 from kg_agents.core.chains import relation_path, walk_chain
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
+from kg_agents.core.hops import CHAIN_MAX_HOPS, chain_hops
 from kg_agents.core.metering import invoke_llm, metered
 from kg_agents.core.nodes import verified_paths_update
 from kg_agents.core.records import error_record, error_update, guarded, halted, no_answer_error
@@ -48,6 +49,7 @@ from kg_agents.methods.knowledge_navigator.knowledge import (
     weighted_vote,
 )
 from kg_agents.methods.knowledge_navigator.walks import rank_chains
+from kg_agents.packs import CHAIN
 from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
@@ -88,6 +90,9 @@ class KnowledgeNavigatorDeps:
         defaults: the factory's full ``KnowledgeNavigatorContext``; a run's context is laid over it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` (None: the bundled
             classifier, loaded on the first question that needs it).
+        auto_hops: ``"chain"`` where the KG pack's route takes the depth of the relation chain closest
+            to the question when ``hops`` is None (see :func:`~kg_agents.core.hops.pack_hops`); anything
+            else: the classifier's.
         grouping: which core entities share one relation choice.
         fanout_limit: at most this many triples per (entity, relation, direction).
         head_template: sentence template for ``(head, relation, [tails])`` groups.
@@ -99,6 +104,7 @@ class KnowledgeNavigatorDeps:
     prompts: Mapping[str, ChatPromptTemplate]
     defaults: Any
     hop_classifier: Any = None
+    auto_hops: bool | str | None = None
     grouping: Grouping = "candidates"
     fanout_limit: int = 100
     head_template: str = HEAD_TEMPLATE
@@ -149,8 +155,12 @@ def check_context(ctx: Any) -> str | None:
             return f"{name} must be at least 1 (got {getattr(ctx, name)!r})"
     if ctx.num_variants < 0 or ctx.max_llm_calls < 0:
         return "num_variants and max_llm_calls must not be negative"
-    if ctx.hops is not None and int(ctx.hops) < 1:
-        return f"hops must be at least 1 or None (got {ctx.hops!r})"
+    if (
+        ctx.hops is not None
+        and ctx.hops != CHAIN
+        and not (isinstance(ctx.hops, int) and not isinstance(ctx.hops, bool) and ctx.hops >= 1)
+    ):
+        return f"hops must be a positive integer, {CHAIN!r} or None (got {ctx.hops!r})"
     if ctx.decide not in DECIDE_MODES:
         return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
     for name in (
@@ -223,7 +233,14 @@ def analyse_question(
         }
     update: dict[str, Any] = {"errors": [], "trace": []}
     info: dict[str, Any] = {"node": "analyse_question"}
-    if ctx.hops is not None:
+    chain = ctx.hops == CHAIN or (ctx.hops is None and deps.auto_hops == CHAIN)
+    depth = None
+    if chain and topics:
+        depth = chain_hops(deps.kg, question, topics, max_hops=clip_hops(ctx.max_hops, CHAIN_MAX_HOPS))
+    if depth is not None:
+        hops = clip_hops(depth, ctx.max_hops)
+        info["hops_source"] = "relation chain"
+    elif isinstance(ctx.hops, int):
         hops = clip_hops(ctx.hops, ctx.max_hops)
         info["hops_source"] = "context"
     else:

@@ -248,7 +248,7 @@ def test_rag_answer_hops_is_ignored_on_the_papers_route_and_checked(factory):
     g = factory(MemoryKG(CONTRACT_TRIPLES), llm=llm, decide="generate", hop_classifier=hops, **extra)
     assert g.invoke({**SHARED, "topic_entities": ["Splash"]})["answers"] == ["Ron Howard"] and hops.seen == []
     for bad in (0, "two", True, 1.5):
-        with pytest.raises(ConfigError, match="answer_hops must be one of auto, predict, none"):
+        with pytest.raises(ConfigError, match="answer_hops must be one of auto, predict, chain, none"):
             factory(MemoryKG(CONTRACT_TRIPLES), llm=llm, answer_hops=bad)
 
 
