@@ -86,7 +86,7 @@ from kg_agents.methods.knowledge_navigator.nodes import (
     verbalise_knowledge,
 )
 from kg_agents.methods.knowledge_navigator.walks import walk_topics
-from kg_agents.packs import Pack
+from kg_agents.packs import CHAIN, Pack
 
 __all__ = [
     "PROMPT_NAMES",
@@ -318,6 +318,8 @@ def create_knowledge_navigator_graph(
     setup = setup_method(
         kg, "knowledge_navigator", llm=llm, adapter=adapter, pack=pack, hop_classifier=hop_classifier
     )
+    if hops is None and setup.auto_hops == CHAIN:  # the pack's route: the closest relation chain's length
+        hops = CHAIN
     defaults = context_defaults(
         KnowledgeNavigatorContext,
         locals(),
@@ -345,7 +347,6 @@ def create_knowledge_navigator_graph(
         prompts=templates,
         defaults=defaults,
         hop_classifier=setup.hop_classifier,
-        auto_hops=setup.auto_hops,
         grouping=grouping,
         fanout_limit=fanout_limit,
         head_template=head_template,

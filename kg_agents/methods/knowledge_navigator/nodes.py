@@ -90,9 +90,6 @@ class KnowledgeNavigatorDeps:
         defaults: the factory's full ``KnowledgeNavigatorContext``; a run's context is laid over it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` (None: the bundled
             classifier, loaded on the first question that needs it).
-        auto_hops: ``"chain"`` where the KG pack's route takes the depth of the relation chain closest
-            to the question when ``hops`` is None (see :func:`~kg_agents.core.hops.pack_hops`); anything
-            else: the classifier's.
         grouping: which core entities share one relation choice.
         fanout_limit: at most this many triples per (entity, relation, direction).
         head_template: sentence template for ``(head, relation, [tails])`` groups.
@@ -104,7 +101,6 @@ class KnowledgeNavigatorDeps:
     prompts: Mapping[str, ChatPromptTemplate]
     defaults: Any
     hop_classifier: Any = None
-    auto_hops: bool | str | None = None
     grouping: Grouping = "candidates"
     fanout_limit: int = 100
     head_template: str = HEAD_TEMPLATE
@@ -233,9 +229,8 @@ def analyse_question(
         }
     update: dict[str, Any] = {"errors": [], "trace": []}
     info: dict[str, Any] = {"node": "analyse_question"}
-    chain = ctx.hops == CHAIN or (ctx.hops is None and deps.auto_hops == CHAIN)
     depth = None
-    if chain and topics:
+    if ctx.hops == CHAIN and topics:
         depth = chain_hops(deps.kg, question, topics, max_hops=clip_hops(ctx.max_hops, CHAIN_MAX_HOPS))
     if depth is not None:
         hops = clip_hops(depth, ctx.max_hops)
