@@ -34,7 +34,7 @@ from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_write
-from kg_agents.packs.manifest import CHAIN, HOP_CLASSIFIER, PREDICT
+from kg_agents.packs.manifest import CHAIN
 from kg_agents.synth.cli import BALANCE_HELP
 from kg_agents.synth.shares import BALANCES
 
@@ -507,8 +507,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 #: MetaQA's 2-hop ones), so a walk here is as long as the relation chain closest to the question
 #: (``"chain"``, :func:`~kg_agents.core.hops.chain_hops`), and gcr's trie holds every path of 1..L hops (a
 #: trie of one depth leaves gcr no right path wherever the depth is wrong). Each option is declared once
-#: the component it needs is in (``predict``: the hop classifier; ``chain`` needs none), so a pack built
-#: in part declares what it can.
+#: the component it needs is in (``chain`` needs none), so a pack built in part declares what it can.
 ROUTES: dict[str, tuple[str, dict[str, str]]] = {
     "knowledge_navigator": (
         "runs the pack's specialist (calibration off); the question's depth is the length of the relation "
@@ -600,11 +599,7 @@ class _BuildManifest:
         self.manifest.add_component(name, path, record=record, validation=validation)
         have = set(self.manifest.components)
         for method, (summary, changes) in ROUTES.items():
-            kept = {
-                k: v
-                for k, v in changes.items()
-                if v == CHAIN or (v == PREDICT and HOP_CLASSIFIER in have) or v in have
-            }
+            kept = {k: v for k, v in changes.items() if v == CHAIN or v in have}
             if kept:
                 self.manifest.set_route(method, summary, **kept)
         self.save()

@@ -66,8 +66,9 @@ def main() -> None:
         questions += [q.question for q in qs]
         gold += hops
         if args.depth == "chain":
-            kg = graphs.get(kg_name) or graphs.setdefault(kg_name, open_kg(kg_name))
-            asked += [(kg, q.question, list(q.topic_entities)) for q in qs]
+            if kg_name not in graphs:
+                graphs[kg_name] = open_kg(kg_name)
+            asked += [(graphs[kg_name], q.question, list(q.topic_entities)) for q in qs]
     clf.predict(questions[:8])  # load the encoder outside the timing
     t0 = time.perf_counter()
     if args.depth == "chain":

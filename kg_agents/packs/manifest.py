@@ -20,10 +20,10 @@ checkpoints shipped with the methods). Its ``record`` is its training record (``
 vocabulary (:data:`COMPONENTS`).
 
 ``routes`` maps a method to what the pack changes in its route: option names and the value their
-``"auto"`` takes with this pack, and a ``summary`` sentence. ``"predict"`` for a hop option (``hops``,
-``answer_hops``) is read by the methods: their ``"auto"`` follows the pack's hop classifier (``"chain"``: the
-length of the relation chain closest to the question); a value naming
-a component says which one the method runs.
+``"auto"`` takes with this pack, and a ``summary`` sentence. ``"predict"`` and ``"chain"`` for a hop option
+(``hops``, ``answer_hops``) are read by the methods: their ``"auto"`` follows the pack's hop classifier, or
+the length of the relation chain closest to the question; a value naming a component says which one the
+method runs.
 
 Example:
     >>> import tempfile, pathlib

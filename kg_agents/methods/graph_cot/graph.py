@@ -253,8 +253,8 @@ def create_graph_agent_graph(
             (default): what the KG pack's route says (``"predict"`` in the bundled MetaQA pack's, whose
             question forms its classifier was trained on; ``"chain"`` in a pack built from the graph
             alone), or predicted wherever ``hop_classifier`` is given; elsewhere the chain decides, as
-            with ``"none"``. The papers'
-            route (``decide="generate"``) ignores it. A run's context may set it.
+            with ``"none"``. The papers' route (``decide="generate"``) ignores it. A run's context may
+            set it.
         hop_classifier: an object with ``predict(questions, entities) -> list[int]`` for ``hops``
             (None: the pack's, else the bundled one, loaded on the first question that needs it).
         relation_chain: with a walk length (ranked route; 1 hop too, a chain of one relation), rank the
