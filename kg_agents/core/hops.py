@@ -246,9 +246,8 @@ def chain_hops(
     cosine similarity; the shorter chain wins a tie. None when the graph has no chain from ``topics``.
 
     It reads the graph, not the question's wording: a hop classifier trained on synthesised questions
-    learns the synthesiser's phrasing and says 1 hop for most people's 2-hop questions (right on 0.01 to
-    0.39 of MetaQA's and PathQuestion's multi-hop sets), while this depth is right on 0.32 to 0.76 of them
-    and on 0.38 of MetaQA's 1-hop questions, which it reads long (the own-KG guide has the figures).
+    learns the synthesiser's phrasing, which people's questions do not share; this needs no training.
+    How often each names the right depth: the own-KG guide.
 
     Raises:
         ConfigError: ``max_hops`` is not a positive integer.
