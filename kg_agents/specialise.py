@@ -10,8 +10,8 @@ settings is not run again; a killed trainer goes on from its own checkpoint):
 5. ``specialist``: one specialist adapter for the embedded model, taught the ranked decisions of the
    methods (the teacher runs their graphs on the training questions, with the pack built so far, so the
    decisions are the ones the methods will meet);
-6. ``evaluate``: every method with the pack on the synthesised validation questions (and on the user's
-   own questions when given).
+6. ``evaluate``: every method with the pack on the synthesised validation questions, and on the user's
+   own questions when given, there also with no pack (the zero-shot peer, in the same run).
 
 After each stage the manifest (``pack.json``) is rewritten whole with the component it made. One
 ``budget`` sizes the run (:data:`BUDGETS`).
@@ -56,6 +56,8 @@ STAGE_SIZES = {
 
 #: The methods the evaluate stage runs with the pack (dualr with its answer step).
 PACK_METHODS = ("knowledge_navigator", "graph_explore", "graph_agent", "gcr", "dualr", "graph_rag")
+#: The evaluate stage's name for the user's own questions answered with no pack (the zero-shot peer).
+OWN_NO_PACK = "own_no_pack"
 
 
 @dataclass(frozen=True)
@@ -177,8 +179,8 @@ def specialise(
             common word instead of its relation's name (:func:`~kg_agents.synth.synthesise`).
         balance: how the synthesiser shares a hop count's chains: ``"path"`` (by relation path) or
             ``"direction"`` (by direction pattern, then path; :func:`~kg_agents.synth.synthesise`).
-        questions: your own questions over ``kg`` (JSONL or MetaQA lines) to evaluate the pack on as well;
-            never trained on.
+        questions: your own questions over ``kg`` (JSONL or MetaQA lines) to evaluate the pack on as well,
+            each method also with no pack on them; never trained on.
         methods: the methods the evaluate stage runs.
         register: register the pack for ``kg``'s fingerprint once it is written, so ``pack="auto"`` finds it.
         quiet: no progress lines.
@@ -219,7 +221,13 @@ def specialise(
         optional["balance"] = balance
     settings: dict[str, dict[str, Any]] = {
         "synth": {"paraphrase": paraphrase, "model": model, "examples": examples, **optional},
-        "evaluate": {"methods": list(methods), "questions": questions},
+        # with your questions the stage also runs the zero-shot peer on them (``peer``; a pack evaluated
+        # before the peer existed evaluates again)
+        "evaluate": {
+            "methods": list(methods),
+            "questions": questions,
+            **({"peer": True} if questions else {}),
+        },
     }
     t_all = time.perf_counter()
     ran: list[tuple[str, float, bool]] = []
@@ -261,11 +269,22 @@ def _summary(root: Path, ran: list[tuple[str, float, bool]], total: float, data:
     comps = data.get("components", {})
     if comps:
         lines.append("  components: " + ", ".join(sorted(comps)))
-    ev = (((data.get("stages") or {}).get("evaluate") or {}).get("validation") or {}).get("synthesised", {})
+    figures = ((data.get("stages") or {}).get("evaluate") or {}).get("validation") or {}
+    ev = figures.get("synthesised", {})
     if ev:
         lines.append(
             "  validation hits@1: "
             + ", ".join(f"{m} {v.get('hits@1', 0):.3f}" for m, v in sorted(ev.items()))
+        )
+    own, peer = figures.get("own", {}), figures.get(OWN_NO_PACK, {})
+    if own:
+        lines.append(
+            "  your questions, hits@1 with the pack / with none: "
+            + ", ".join(
+                f"{m} {v.get('hits@1', 0):.3f} / "
+                + (f"{peer[m].get('hits@1', 0):.3f}" if m in peer else "not run")
+                for m, v in sorted(own.items())
+            )
         )
     return "\n".join(lines)
 
@@ -407,14 +426,18 @@ class _Context:
         return {k: info[k] for k in ("decisions", "steps") if k in info}
 
     def evaluate(self, methods: Sequence[str], questions: str | None) -> dict[str, Any]:
-        sets = {"synthesised": str(self.val_file)}
+        """Every method with the pack on the synthesised validation questions; with ``questions`` (the
+        user's own), every method on them with the pack (``own``) and with none (``own_no_pack``, the
+        zero-shot peer in the same run). The synthesised questions get no peer: phrased as the pack
+        learnt, they favour it where people's questions need not (the own-KG guide measures it)."""
+        runs = [("synthesised", str(self.val_file), True)]
         if questions:
-            sets["own"] = questions
+            runs += [("own", questions, True), (OWN_NO_PACK, questions, False)]
         figures: dict[str, dict[str, Any]] = {}
-        for name, path in sets.items():
+        for name, path, with_pack in runs:
             figures[name] = {}
             for method in methods:
-                summary = self._eval_one(method, path, name)
+                summary = self._eval_one(method, path, name, with_pack=with_pack)
                 figures[name][method] = {
                     k: summary.get(k) for k in ("n", "hits@1", "f1", "avg_llm_calls", "avg_seconds", "errors")
                 }
@@ -422,9 +445,10 @@ class _Context:
                 self.log(f"[evaluate] {name} {method}: hits@1 {h1:.3f} (n={n})")
         return {"validation": figures}
 
-    def _eval_one(self, method: str, questions: str, name: str) -> dict[str, Any]:
-        """``kg-agents eval`` of ``method`` with the pack, in its own process (its models are freed when
-        it ends, and the command's own resumable run folder is reused by a rerun)."""
+    def _eval_one(self, method: str, questions: str, name: str, *, with_pack: bool = True) -> dict[str, Any]:
+        """``kg-agents eval`` of ``method`` with the pack (or, not ``with_pack``, with none), in its own
+        process (its models are freed when it ends, and the command's own resumable run folder is reused
+        by a rerun)."""
         import os
         import subprocess
 
@@ -451,7 +475,7 @@ class _Context:
             "--concurrency",
             "8",
             "--set",
-            f"pack={self.root.resolve()}",
+            f"pack={self.root.resolve()}" if with_pack else "pack=none",
             "--out",
             str(out),
             "--no-progress",
@@ -633,7 +657,9 @@ def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
     s.add_argument("--relation-noise", type=float, default=0.0, metavar="SHARE", help=noise_help)
     s.add_argument("--balance", default="path", choices=BALANCES, help=BALANCE_HELP)
     s.add_argument(
-        "--questions", metavar="FILE", help="your own questions to evaluate the pack on (optional)"
+        "--questions",
+        metavar="FILE",
+        help="your own questions to evaluate the pack on, each method also with no pack (optional)",
     )
     s.add_argument("--methods", default=",".join(PACK_METHODS), help="methods the evaluate stage runs")
     s.add_argument("--no-register", action="store_true", help="do not register the pack for pack=auto")

@@ -150,3 +150,52 @@ def test_a_built_pack_walks_the_closest_chain_s_length_and_not_its_classifier_s(
         assert pack.auto_hops(method) == "chain" and not pack.predicts(method)
     assert pack.auto_hops("graph_rag", "answer_hops") == "chain"
     assert pack.route("gcr")["adapter"] == "gcr_path_generator" and not pack.auto_hops("gcr")
+
+
+def test_your_own_questions_are_answered_with_the_pack_and_with_none_in_the_same_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``questions`` the evaluate stage runs every method on them twice, with the pack and with
+    ``pack=none`` (the zero-shot peer), and the manifest and the summary carry both; the synthesised
+    validation questions get the pack's run only. The evaluations themselves are faked here (each
+    `kg-agents eval` process writes the summary it would); the end-to-end build above runs them."""
+    import subprocess
+
+    kb = small_kg(tmp_path / "kb.tsv")
+    out = tmp_path / "pack"
+    specialise(str(kb), out, budget="tiny", stages="synth", quiet=True, register=False)
+    own = tmp_path / "mine.jsonl"
+    own.write_text((out / "questions" / "validation.jsonl").read_text().splitlines()[0] + "\n")
+    argvs: list[list[str]] = []
+
+    def fake_eval(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        argvs.append(argv)
+        run = Path(argv[argv.index("--out") + 1])
+        run.mkdir(parents=True)
+        hits = 0.25 if argv[argv.index("--set") + 1] == "pack=none" else 0.75
+        (run / "summary.json").write_text(json.dumps({"n": 1, "hits@1": hits, "f1": hits}))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_eval)
+    methods = ("dualr", "graph_rag")
+    data = specialise(str(kb), out, budget="tiny", stages="evaluate", questions=str(own), methods=methods)
+    sets = [
+        (a[a.index("--questions") + 1], a[a.index("--set") + 1], a[a.index("--method") + 1]) for a in argvs
+    ]
+    pack_opt = f"pack={out.resolve()}"
+    val = str(out / "questions" / "validation.jsonl")
+    assert sorted(sets) == sorted(
+        [(val, pack_opt, m) for m in methods]
+        + [(str(own), pack_opt, m) for m in methods]
+        + [(str(own), "pack=none", m) for m in methods]
+    )
+    figures = data["stages"]["evaluate"]["validation"]
+    assert {m: v["hits@1"] for m, v in figures["own"].items()} == {"dualr": 0.75, "graph_rag": 0.75}
+    assert {m: v["hits@1"] for m, v in figures["own_no_pack"].items()} == {"dualr": 0.25, "graph_rag": 0.25}
+    assert "your questions, hits@1 with the pack / with none: dualr 0.750 / 0.250" in capsys.readouterr().err
+    # a rerun with the same questions does nothing more
+    argvs.clear()
+    specialise(
+        str(kb), out, budget="tiny", stages="evaluate", questions=str(own), methods=methods, quiet=True
+    )
+    assert argvs == []
