@@ -53,7 +53,9 @@ def format_figures(figures: Mapping[str, Any]) -> str:
 
 def describe_pack(pack: Pack) -> str:
     """What ``kg-agents pack show`` prints: the pack's name and folder, its KG, each component with its
-    record's headline and validation figures, and each route change."""
+    record's headline and validation figures, each route change, and, for a pack built by ``kg-agents
+    specialise``, its stages' seconds and the evaluate stage's figures (your questions with the pack and
+    with none where it was given them)."""
     kg = pack.manifest.kg
     lines = [
         f"pack {pack.name}  ({pack.directory})",
@@ -78,9 +80,48 @@ def describe_pack(pack: Pack) -> str:
         changes = ", ".join(f"{k}={v}" for k, v in route.items() if k != "summary")
         lines.append(f"  {method}: {changes}" if changes else f"  {method}:")
         lines.append(f"    {route['summary']}")
-    if pack.manifest.stages:
-        lines.append("stages: " + ", ".join(f"{k}={v}" for k, v in pack.manifest.stages.items()))
+    lines += _stage_lines(pack.manifest.stages)
     return "\n".join(lines)
+
+
+#: How ``pack show`` names the evaluate stage's question sets.
+_EVAL_SETS = {
+    "synthesised": "synthesised validation questions, with the pack",
+    "own": "your questions, with the pack",
+    "own_no_pack": "your questions, with no pack",
+}
+
+
+def _stage_lines(stages: Mapping[str, Any]) -> list[str]:
+    """The build's stages with their seconds, and the evaluate stage's figures a set a line (exact
+    Hits@1 / F1 and the questions a method); a stage record of another shape is printed as it is."""
+    if not stages:
+        return []
+
+    def took(record: Any) -> str:
+        ok = isinstance(record, Mapping) and isinstance(record.get("seconds"), int | float)
+        return f"{record['seconds']:.0f} s" if ok else str(record)
+
+    lines = ["stages: " + ", ".join(f"{name} {took(rec)}" for name, rec in stages.items())]
+    evaluate = stages.get("evaluate")
+    figures = evaluate.get("validation") if isinstance(evaluate, Mapping) else None
+    if isinstance(figures, Mapping) and figures:
+        lines.append("evaluation (exact Hits@1 / F1, questions):")
+        for name, by_method in figures.items():
+            if not isinstance(by_method, Mapping):
+                continue
+            runs = ", ".join(
+                f"{m} {_figure(v, 'hits@1')} / {_figure(v, 'f1')} ({v.get('n', '?')})"
+                for m, v in sorted(by_method.items())
+                if isinstance(v, Mapping)
+            )
+            lines.append(f"  {_EVAL_SETS.get(name, name)}: {runs}")
+    return lines
+
+
+def _figure(run: Mapping[str, Any], key: str) -> str:
+    value = run.get(key)
+    return f"{value:.3f}" if isinstance(value, int | float) else "-"
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -26,6 +26,35 @@ def test_show_prints_the_kg_components_figures_and_routes(tmp_path, capsys):
     assert "  graph_explore: hops=predict" in lines and "    the walk's length is predicted" in lines
 
 
+def test_show_prints_a_built_pack_s_stages_and_its_evaluation_a_set_a_line(tmp_path, capsys):
+    from kg_agents.packs import PackManifest, write_manifest
+
+    folder = hop_pack(tmp_path / "p", KG)
+    m = PackManifest.read(folder)
+    run = {"n": 10, "hits@1": 0.5, "f1": 0.25, "avg_seconds": 3.0}
+    m.stages.update(
+        synth={"seconds": 1.7, "settings_key": "a"},
+        evaluate={
+            "validation": {
+                "own": {"dualr": run},
+                "own_no_pack": {"dualr": {**run, "hits@1": 0.4, "f1": None}},
+            },
+            "seconds": 191.0,
+        },
+        legacy="done",
+    )
+    write_manifest(folder, m)
+    assert cli.main(["pack", "show", str(folder)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "stages: synth 2 s, evaluate 191 s, legacy done" in lines
+    i = lines.index("evaluation (exact Hits@1 / F1, questions):")
+    assert lines[i + 1 :] == [
+        "  your questions, with the pack: dualr 0.500 / 0.250 (10)",
+        "  your questions, with no pack: dualr 0.400 / - (10)",
+    ]
+    assert not any("settings_key" in line for line in lines)
+
+
 def test_show_auto_finds_the_bundled_pack_on_metaqa(capsys):
     assert cli.main(["pack", "show", "auto"]) == 0
     out = capsys.readouterr().out
