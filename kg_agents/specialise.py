@@ -34,7 +34,7 @@ from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_write
-from kg_agents.packs.manifest import CHAIN
+from kg_agents.packs.manifest import CHAIN, NO_ADAPTER
 from kg_agents.synth.cli import BALANCE_HELP
 from kg_agents.synth.shares import BALANCES
 
@@ -524,29 +524,33 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
-#: The route changes of a pack built here: the same routes as the bundled MetaQA pack's, with the shared
-#: specialist in place of the methods' own, except where a depth comes from. The bundled pack's hop
-#: classifier learnt from MetaQA's own questions; one trained on synthesised questions learns the generic
-#: forms' wording and names the depth of few of people's multi-hop questions (it says 1 hop for most of
-#: MetaQA's 2-hop ones), so a walk here is as long as the relation chain closest to the question
-#: (``"chain"``, :func:`~kg_agents.core.hops.chain_hops`), and gcr's trie holds every path of 1..L hops (a
-#: trie of one depth leaves gcr no right path wherever the depth is wrong). Each option is declared once
-#: the component it needs is in (``chain`` needs none), so a pack built in part declares what it can.
+#: The route changes of a pack built here: the same routes as the bundled MetaQA pack's, except where a
+#: depth comes from and which chat model ranks. The bundled pack's hop classifier learnt from MetaQA's own
+#: questions; one trained on synthesised questions learns the generic forms' wording and names the depth
+#: of few of people's multi-hop questions (it says 1 hop for most of MetaQA's 2-hop ones), so a walk here
+#: is as long as the relation chain closest to the question (``"chain"``,
+#: :func:`~kg_agents.core.hops.chain_hops`), and gcr's trie holds every path of 1..L hops (a trie of one
+#: depth leaves gcr no right path wherever the depth is wrong). The specialist learnt its decisions in the
+#: generic forms' words, and the three methods whose every step it ranks answer fewer of people's
+#: questions with it than with the zero-shot model (calibrated): their routes say ``adapter="none"``.
+#: Each option is declared once the component it needs is in (``chain`` and ``none`` need none).
+_ZERO_SHOT = {"adapter": NO_ADAPTER, "hops": CHAIN}
 ROUTES: dict[str, tuple[str, dict[str, str]]] = {
     "knowledge_navigator": (
-        "runs the pack's specialist (calibration off); the question's depth is the length of the relation "
-        "chain closest to the question",
-        {"adapter": "specialist", "hops": CHAIN},
+        "the question's depth is the length of the relation chain closest to the question; the zero-shot "
+        "model ranks (not the pack's specialist)",
+        _ZERO_SHOT,
     ),
     "graph_explore": (
         "the walk is as long as the relation chain closest to the question: the relation chain is ranked "
-        "once from the topic entities and End? is not asked; the pack's specialist ranks",
-        {"adapter": "specialist", "hops": CHAIN},
+        "once from the topic entities and End? is not asked; the zero-shot model ranks (not the pack's "
+        "specialist)",
+        _ZERO_SHOT,
     ),
     "graph_agent": (
         "Finish comes once the ranked relation chain has walked as many hops as the relation chain "
-        "closest to the question has; the pack's specialist ranks",
-        {"adapter": "specialist", "hops": CHAIN},
+        "closest to the question has; the zero-shot model ranks (not the pack's specialist)",
+        _ZERO_SHOT,
     ),
     "gcr": (
         "the pack's path generator decodes in a KG-Trie of every path of 1..L hops, as with no pack (a trie "
@@ -623,7 +627,7 @@ class _BuildManifest:
         self.manifest.add_component(name, path, record=record, validation=validation)
         have = set(self.manifest.components)
         for method, (summary, changes) in ROUTES.items():
-            kept = {k: v for k, v in changes.items() if v == CHAIN or v in have}
+            kept = {k: v for k, v in changes.items() if v in (CHAIN, NO_ADAPTER) or v in have}
             if kept:
                 self.manifest.set_route(method, summary, **kept)
         self.save()

@@ -10,6 +10,7 @@ import pytest
 
 from kg_agents.errors import ConfigError
 from kg_agents.specialise import BUDGETS, _stages, specialise
+from tests.packs.helpers import fake_adapter
 
 
 def small_kg(path: Path, seed: int = 0) -> Path:
@@ -130,10 +131,11 @@ def test_a_pack_built_end_to_end_answers_with_its_components(tmp_path: Path) -> 
     assert res["paths"] and res["paths"][0].end in res["answers"]
 
 
-def test_a_built_pack_walks_the_closest_chain_s_length_and_not_its_classifier_s(tmp_path: Path) -> None:
+def test_a_built_pack_walks_the_closest_chain_s_length_and_ranks_with_the_right_model(tmp_path: Path) -> None:
     """A classifier trained on synthesised questions learns their wording: a built pack's walks are as
     long as the relation chain closest to the question, and gcr keeps its trie of every path of 1..L
-    hops (a trie of one wrong depth has no right path)."""
+    hops (a trie of one wrong depth has no right path); the methods whose every step the chat model
+    ranks run the zero-shot model, the others the pack's specialist."""
     from kg_agents.kg import open_kg
     from kg_agents.packs import Pack
     from kg_agents.specialise import _BuildManifest
@@ -145,11 +147,15 @@ def test_a_built_pack_walks_the_closest_chain_s_length_and_not_its_classifier_s(
     for name, path in (("hop_classifier", "hop_classifier"), ("gcr_path_generator", "gcr")):
         (root / path).mkdir()
         build.add_component(name, path, record={})
+    build.add_component("specialist", str(fake_adapter(root / "specialist").relative_to(root)), record={})
     pack = Pack.load(root)
     for method in ("graph_explore", "graph_agent", "knowledge_navigator"):
         assert pack.auto_hops(method) == "chain" and not pack.predicts(method)
+        assert pack.specialist_for(method) is None  # the zero-shot model ranks their every step
     assert pack.auto_hops("graph_rag", "answer_hops") == "chain"
     assert pack.route("gcr")["adapter"] == "gcr_path_generator" and not pack.auto_hops("gcr")
+    for method in ("gcr", "dualr", "graph_rag", "text_rag"):
+        assert pack.specialist_for(method) == (root / "specialist").resolve()
 
 
 def test_your_own_questions_are_answered_with_the_pack_and_with_none_in_the_same_stage(

@@ -13,12 +13,9 @@ from typing import Any
 
 from kg_agents.errors import ConfigError
 from kg_agents.options import needs_model
+from kg_agents.packs.manifest import CHAT_ADAPTER_OPTIONS
 
 __all__ = ["CHAT_ADAPTER_OPTIONS", "MethodSetup", "open_kg_spec", "resolve_model"]
-
-#: The option that holds a method's chat-model adapter where it is not ``adapter``: gcr's ``adapter`` is its
-#: path decoder's (the KG-specialised path generator), ``general_adapter`` its general reasoner's.
-CHAT_ADAPTER_OPTIONS = {"gcr": "general_adapter"}
 
 
 def resolve_model(spec: str, **options: Any) -> Any:

@@ -23,7 +23,8 @@ vocabulary (:data:`COMPONENTS`).
 ``"auto"`` takes with this pack, and a ``summary`` sentence. ``"predict"`` and ``"chain"`` for a hop option
 (``hops``, ``answer_hops``) are read by the methods: their ``"auto"`` follows the pack's hop classifier, or
 the length of the relation chain closest to the question; a value naming a component says which one the
-method runs.
+method runs, and ``"none"`` for a method's chat-model adapter (``adapter``, gcr's ``general_adapter``) that
+its chat model runs with no adapter with this pack (:meth:`Pack.specialist_for`).
 
 Example:
     >>> import tempfile, pathlib
@@ -52,11 +53,13 @@ from kg_agents.files import PACKAGE_PREFIX, PACKAGE_ROOT, atomic_write, portable
 
 __all__ = [
     "CHAIN",
+    "CHAT_ADAPTER_OPTIONS",
     "COMPONENTS",
     "DUALR",
     "GCR_PATH_GENERATOR",
     "HOP_CLASSIFIER",
     "MANIFEST",
+    "NO_ADAPTER",
     "PACKAGE_PREFIX",
     "PACKAGE_ROOT",
     "PACK_FORMAT",
@@ -92,6 +95,12 @@ COMPONENTS = (
     SPECIALIST,
     *(f"{SPECIALIST}.{m}" for m in SPECIALIST_METHODS),
 )
+#: The option that holds a method's chat-model adapter where it is not ``adapter``: gcr's ``adapter`` is its
+#: path decoder's (the KG-specialised path generator), ``general_adapter`` its general reasoner's.
+CHAT_ADAPTER_OPTIONS = {"gcr": "general_adapter"}
+#: The route value of a method's chat-model adapter option saying that with this pack the method's chat
+#: model runs with no adapter (the zero-shot model), though the pack has a specialist.
+NO_ADAPTER = "none"
 #: The route value of a hop option whose ``"auto"`` follows the pack's hop classifier.
 PREDICT = "predict"
 #: The route value of a hop option whose ``"auto"`` takes the length of the relation chain closest to the
@@ -376,8 +385,22 @@ class Pack:
         return self.paths.get(name)
 
     def specialist_for(self, method: str | None) -> Path | None:
-        """The specialist adapter ``method`` runs with this pack: its own (``specialist.<method>``), else
-        the shared one, else None."""
+        """The specialist adapter ``method`` runs with this pack: the one its route names for its chat
+        model (the route's ``adapter``, gcr's ``general_adapter``: :data:`CHAT_ADAPTER_OPTIONS`), None
+        where the route says :data:`NO_ADAPTER`; where the route names none, the method's own
+        (``specialist.<method>``), else the shared one, else None.
+
+        Example:
+            >>> from kg_agents.packs import bundled_packs
+            >>> bundled_packs()[0].specialist_for("gcr").name
+            'metaqa-gcr'
+        """
+        if method:
+            named = self.route(method).get(CHAT_ADAPTER_OPTIONS.get(method, "adapter"))
+            if named == NO_ADAPTER:
+                return None
+            if isinstance(named, str) and named in self.paths and named.startswith(SPECIALIST):
+                return self.paths[named]
         own = self.paths.get(f"{SPECIALIST}.{method}") if method else None
         return own if own is not None else self.paths.get(SPECIALIST)
 

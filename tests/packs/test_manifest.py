@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from kg_agents.core.models import specialist_for
 from kg_agents.errors import ConfigError, DataFormatError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
@@ -14,6 +15,7 @@ from kg_agents.packs import (
     COMPONENTS,
     DUALR,
     HOP_CLASSIFIER,
+    NO_ADAPTER,
     PACK_FORMAT,
     SPECIALIST,
     Pack,
@@ -71,6 +73,34 @@ def test_a_pack_without_a_shared_specialist_gives_none_to_other_methods(tmp_path
     write_manifest(tmp_path, m)
     pack = Pack.load(tmp_path)
     assert pack.specialist_for("knowledge_navigator") is not None and pack.specialist_for("graph_rag") is None
+
+
+def test_a_route_names_the_adapter_of_a_methods_chat_model(tmp_path):
+    m = manifest_for(KG)
+    for name, folder in [
+        (SPECIALIST, "shared"),
+        (f"{SPECIALIST}.gcr", "gcr"),
+        (f"{SPECIALIST}.graph_agent", "ga"),
+    ]:
+        fake_adapter(tmp_path / folder)
+        m.add_component(name, folder)
+    m.set_route("knowledge_navigator", "the zero-shot model ranks", adapter=NO_ADAPTER)
+    m.set_route("graph_agent", "the shared specialist ranks", adapter=SPECIALIST)
+    m.set_route(
+        "gcr", "the path generator is not a chat adapter", adapter=SPECIALIST, general_adapter=NO_ADAPTER
+    )
+    m.set_route("dualr", "its walk is as long as the closest chain", hops="chain")
+    write_manifest(tmp_path, m)
+    pack = Pack.load(tmp_path)
+    assert (
+        pack.specialist_for("knowledge_navigator") is None
+    )  # the route says none, though a shared one is in
+    assert pack.specialist_for("graph_agent") == (tmp_path / "shared").resolve()  # the route's, not its own
+    assert pack.specialist_for("gcr") is None  # gcr's chat adapter is its general_adapter
+    assert pack.specialist_for("dualr") == (tmp_path / "shared").resolve()  # the route names none: shared
+    assert pack.specialist_for("graph_explore") == (tmp_path / "shared").resolve()  # no route
+    assert specialist_for(pack, "auto", "knowledge_navigator") is None
+    assert specialist_for(pack, "auto", "graph_agent") == str((tmp_path / "shared").resolve())
 
 
 def test_the_bundled_pack_points_into_the_package():
