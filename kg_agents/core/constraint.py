@@ -321,12 +321,17 @@ def step_back(
     )
     if got.constraint is None or got.constraint.relation != relations[-1]:
         return None
-    chains = [shorter.support[e][0] for e in got.answers]
-    return dataclasses.replace(  # the narrowing as it was, with the chains before the values
+    return _stepped(kg, got, [shorter.support[e][0] for e in got.answers], "back")
+
+
+def _stepped(kg: Any, got: Narrowed, chains: Sequence[Path], how: str) -> Narrowed:
+    """The narrowing ``got`` as it was, stepped ``how``: its answers as labels, and each answer's
+    chain (its path in ``chains``, in the answers' order) before its path to the value."""
+    return dataclasses.replace(
         got,
         answers=[_label(kg, e) for e in got.answers],
         paths=[p for pair in zip(chains, got.paths, strict=True) for p in pair],
-        stepped="back",
+        stepped=how,
     )
 
 
@@ -416,12 +421,7 @@ def step_aside(
     if found is None:
         return None
     got, hop_to = found
-    return dataclasses.replace(
-        got,
-        answers=[_label(kg, e) for e in got.answers],
-        paths=[p for e, c in zip(got.answers, got.paths, strict=True) for p in (hop_to[e], c)],
-        stepped="aside",
-    )
+    return _stepped(kg, got, [hop_to[e] for e in got.answers], "aside")
 
 
 def step_on(
@@ -475,12 +475,7 @@ def step_on(
         hop = hop_to[e]
         before = ends.get(str(hop.start))
         chains.append(before.extend(hop.hops[0]) if before is not None and before.start in topics else hop)
-    return dataclasses.replace(
-        got,
-        answers=[_label(kg, e) for e in got.answers],
-        paths=[p for pair in zip(chains, got.paths, strict=True) for p in pair],
-        stepped="on",
-    )
+    return _stepped(kg, got, chains, "on")
 
 
 class _ReadOnce:

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -105,6 +105,74 @@ def _ranked_deps(
         "hop_classifier": setup.hop_classifier,
         "auto_hops": setup.auto_hops,
     }
+
+
+def _ranked_setup(
+    kg: KnowledgeGraph, name: str, options: Mapping[str, Any], *, auto_text: bool = False
+) -> tuple[MethodSetup, _RankedDeps]:
+    """Check the options ``graph_rag`` and ``text_rag`` share, then set the method ``name`` up on ``kg``:
+    its :class:`~kg_agents.core.factory.MethodSetup` and the dependencies its nodes rank with (see
+    :func:`_ranked_deps`, the ``rag`` prompt overridden by ``prompts`` or ``prompt``).
+
+    Args:
+        kg: the knowledge graph.
+        name: the method, ``"graph_rag"`` or ``"text_rag"``.
+        options: the factory's arguments (its ``locals()``), read by name: ``llm``, ``adapter``,
+            ``pack``, ``prompts``, ``prompt``, ``hop_classifier``, ``decide``, ``answer_ratio``,
+            ``candidate_text``, ``calibrate``, ``answer_hops``, ``conjunction`` and ``constraint``.
+        auto_text: ``candidate_text`` may also be ``"auto"``.
+
+    Raises:
+        ConfigError: an unknown ``decide``, ``candidate_text``, ``answer_hops`` or prompt name,
+            ``answer_ratio`` outside (0, 1], or a ``calibrate``, ``conjunction`` or ``constraint``
+            that is not a bool.
+    """
+    check_decide(options["decide"])
+    check_ratio(options["answer_ratio"])
+    check_candidate_text(options["candidate_text"], auto=auto_text)
+    check_calibrate(options["calibrate"])
+    check_hops(options["answer_hops"], "answer_hops")
+    conjunction = options["conjunction"]
+    if not isinstance(conjunction, bool):
+        raise ConfigError(f"{name} conjunction must be True or False, got {conjunction!r}")
+    check_constraint(options["constraint"])
+    prompts, prompt = options["prompts"], options["prompt"]
+    template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
+    setup = setup_method(
+        kg,
+        name,
+        llm=options["llm"],
+        adapter=options["adapter"],
+        pack=options["pack"],
+        hop_classifier=options["hop_classifier"],
+        hops_option="answer_hops",
+    )
+    return setup, _ranked_deps(setup, template, options["candidate_text"], options["calibrate"])
+
+
+def _rag_graph(
+    name: str,
+    state: type[Any],
+    context: type[Any],
+    setup: MethodSetup,
+    deps: GraphRAGDeps | TextRAGDeps,
+    nodes: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]],
+    index: Any,
+    checkpointer: Checkpointer,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The compiled graph of the RAG baseline ``name`` over ``state`` and ``context``: entity linking
+    (with ``index``), then ``retrieve`` and ``answer`` (``deps`` bound to each), ending with the
+    constraint node (:func:`~kg_agents.core.constraint.end_with_constraint`, its reads capped at
+    ``deps.fanout_limit``). ``nodes``: the router after linking (to ``"retrieve"`` or ``"end"``), the
+    retrieve node and the answer node; a failed retrieval ends the run."""
+    after, retrieve, answer = nodes
+    g = reasoning_graph(state, context, setup, index)
+    g.add_node("retrieve", functools.partial(retrieve, deps))
+    g.add_node("answer", functools.partial(answer, deps))
+    g.add_conditional_edges("link_entities", after, {"retrieve": "retrieve", "end": END})
+    g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
+    end_with_constraint(g, setup.kg, deps.defaults, ["answer"], fanout=deps.fanout_limit)
+    return g.compile(checkpointer=checkpointer, name=name)
 
 
 # --------------------------------------------------------------------------- llm_only
@@ -284,44 +352,22 @@ def create_graph_rag_graph(
             ``answer_ratio`` outside (0, 1], a ``calibrate`` that is not a bool, or a ``max_hops``,
             ``hop_fanout`` or ``max_neighbourhood`` below 1.
     """
-    check_decide(decide)
-    check_ratio(answer_ratio)
-    check_candidate_text(candidate_text)
-    check_calibrate(calibrate)
-    check_hops(answer_hops, "answer_hops")
-    if not isinstance(conjunction, bool):
-        raise ConfigError(f"graph_rag conjunction must be True or False, got {conjunction!r}")
-    check_constraint(constraint)
     if max_hops < 1 or hop_fanout < 1 or max_neighbourhood < 1:
         raise ConfigError(
             "graph_rag max_hops, hop_fanout and max_neighbourhood must be >= 1, "
             f"got {max_hops!r}, {hop_fanout!r} and {max_neighbourhood!r}"
         )
-    template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
-    setup = setup_method(
-        kg,
-        "graph_rag",
-        llm=llm,
-        adapter=adapter,
-        pack=pack,
-        hop_classifier=hop_classifier,
-        hops_option="answer_hops",
-    )
+    setup, ranked = _ranked_setup(kg, "graph_rag", locals())
     deps = GraphRAGDeps(
-        **_ranked_deps(setup, template, candidate_text, calibrate),
+        **ranked,
         fanout_limit=fanout_limit,
         max_hops=max_hops,
         hop_fanout=hop_fanout,
         max_neighbourhood=max_neighbourhood,
         defaults=context_defaults(GraphRAGContext, locals(), max_triples=60, max_answers=10),
     )
-    g = reasoning_graph(GraphRAGState, GraphRAGContext, setup, index)
-    g.add_node("retrieve", functools.partial(graph_rag_retrieve, deps))
-    g.add_node("answer", functools.partial(graph_rag_answer, deps))
-    g.add_conditional_edges("link_entities", after_link, {"retrieve": "retrieve", "end": END})
-    g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
-    end_with_constraint(g, setup.kg, deps.defaults, ["answer"], fanout=fanout_limit)
-    return g.compile(checkpointer=checkpointer, name="graph_rag")
+    nodes = (after_link, graph_rag_retrieve, graph_rag_answer)
+    return _rag_graph("graph_rag", GraphRAGState, GraphRAGContext, setup, deps, nodes, index, checkpointer)
 
 
 # --------------------------------------------------------------------------- text_rag
@@ -453,30 +499,13 @@ def create_text_rag_graph(
         >>> g = create_text_rag_graph(open_kg("metaqa"))                       # doctest: +SKIP
         >>> out = g.invoke({"question": "who directed [Splash]"}, context={"top_k": 10})  # doctest: +SKIP
     """
-    if not isinstance(conjunction, bool):
-        raise ConfigError(f"text_rag conjunction must be True or False, got {conjunction!r}")
-    check_constraint(constraint)
     if scope not in ("neighborhood", "kg"):
         raise ConfigError(f"text_rag scope must be 'neighborhood' or 'kg', got {scope!r}")
     if hops < 1 or fanout_limit < 1 or max_candidates < 1:
         raise ConfigError("text_rag hops, fanout_limit and max_candidates must be >= 1")
-    check_decide(decide)
-    check_ratio(answer_ratio)
-    check_candidate_text(candidate_text, auto=True)
-    check_calibrate(calibrate)
-    check_hops(answer_hops, "answer_hops")
-    template = prompt_templates("baselines", ["rag"], prompts, rag=prompt)["rag"]
-    setup = setup_method(
-        kg,
-        "text_rag",
-        llm=llm,
-        adapter=adapter,
-        pack=pack,
-        hop_classifier=hop_classifier,
-        hops_option="answer_hops",
-    )
+    setup, ranked = _ranked_setup(kg, "text_rag", locals(), auto_text=True)
     deps = TextRAGDeps(
-        **_ranked_deps(setup, template, candidate_text, calibrate),
+        **ranked,
         embeddings=TripleEmbeddings(encoder, index_dir=index_dir),
         scope=scope,
         hops=hops,
@@ -484,12 +513,5 @@ def create_text_rag_graph(
         max_candidates=max_candidates,
         defaults=context_defaults(TextRAGContext, locals(), top_k=20, max_answers=10),
     )
-    g = reasoning_graph(TextRAGState, TextRAGContext, setup, index)
-    g.add_node("retrieve", functools.partial(text_rag_retrieve, deps))
-    g.add_node("answer", functools.partial(text_rag_answer, deps))
-    g.add_conditional_edges(
-        "link_entities", functools.partial(text_rag_after_link, deps), {"retrieve": "retrieve", "end": END}
-    )
-    g.add_conditional_edges("retrieve", end_on_error("answer"), {"answer": "answer", "end": END})
-    end_with_constraint(g, setup.kg, deps.defaults, ["answer"], fanout=fanout_limit)
-    return g.compile(checkpointer=checkpointer, name="text_rag")
+    nodes = (functools.partial(text_rag_after_link, deps), text_rag_retrieve, text_rag_answer)
+    return _rag_graph("text_rag", TextRAGState, TextRAGContext, setup, deps, nodes, index, checkpointer)

@@ -76,7 +76,7 @@ from langgraph.types import Checkpointer
 
 from kg_agents.core.constraint import FANOUT, end_with_constraint
 from kg_agents.core.decide import Decide
-from kg_agents.core.factory import reasoning_graph, setup_method
+from kg_agents.core.factory import context_defaults, reasoning_graph, setup_method
 from kg_agents.core.models import default_calibrate, runs_adapter
 from kg_agents.core.prompts import PromptLike
 from kg_agents.core.state import ReasoningInput, ReasoningOutput
@@ -295,20 +295,7 @@ def create_graph_agent_graph(
         >>> g = create_graph_agent_graph(kg, llm=chat, strategy="tot", evaluator="select")  # doctest: +SKIP
         >>> g.invoke({"question": "who directed [Splash]"}, context={"depth": 2})     # doctest: +SKIP
     """
-    defaults = GraphCoTContext(
-        strategy,
-        evaluator,
-        k,
-        t,
-        depth,
-        max_steps,
-        search_depth=0,
-        decide=decide,
-        hops=hops,
-        conjunction=conjunction,
-        constraint=constraint,
-        whole_set=whole_set,
-    )
+    defaults = context_defaults(GraphCoTContext, locals(), search_depth=0)
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     if not isinstance(relation_chain, bool):
         raise ConfigError(f"relation_chain must be True or False, got {relation_chain!r}")
@@ -437,20 +424,7 @@ def create_graph_explore_graph(
         >>> g = create_graph_explore_graph(kg, llm=chat, strategy="got", k=2, t=1, depth=2)  # doctest: +SKIP
         >>> g.invoke({"question": "who directed [Splash]"})["paths"]                          # doctest: +SKIP
     """
-    defaults = GraphCoTContext(
-        strategy,
-        evaluator,
-        k,
-        t,
-        depth,
-        max_steps,
-        search_depth,
-        decide=decide,
-        hops=hops,
-        conjunction=conjunction,
-        constraint=constraint,
-        whole_set=whole_set,
-    )
+    defaults = context_defaults(GraphCoTContext, locals())
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     for key, v in (
         ("max_entities", max_entities),
