@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -35,8 +36,6 @@ from typing import Any
 from kg_agents.errors import ConfigError
 from kg_agents.files import atomic_write
 from kg_agents.packs.manifest import CHAIN, NO_ADAPTER
-from kg_agents.synth.cli import BALANCE_HELP
-from kg_agents.synth.shares import BALANCES
 
 __all__ = ["BUDGETS", "PACK_METHODS", "STAGES", "Budget", "specialise"]
 
@@ -221,8 +220,8 @@ def specialise(
         optional["balance"] = balance
     settings: dict[str, dict[str, Any]] = {
         "synth": {"paraphrase": paraphrase, "model": model, "examples": examples, **optional},
-        # with your questions the stage also runs the zero-shot peer on them (``peer``; a pack evaluated
-        # before the peer existed evaluates again)
+        # with your questions the stage also runs the zero-shot peer on them (``peer``); a pack evaluated
+        # before the peer existed, or with other routes, evaluates again
         "evaluate": {
             "methods": list(methods),
             "questions": questions,
@@ -239,6 +238,8 @@ def specialise(
             (s, (ctx.manifest.stage(s) or {}).get("settings_key")) for s in STAGES[: STAGES.index(stage)]
         ]
         stage_settings = {"budget": sizes, "seed": seed, "hops": hop_list, **settings.get(stage, {})}
+        if stage == "evaluate":  # the methods run the pack's routes
+            stage_settings["routes"] = {m: dict(r) for m, r in ctx.manifest.manifest.routes.items()}
         key = _settings_key(stage_settings)
         done = ctx.manifest.stage(stage)
         if done and done.get("settings_key") == key:
@@ -246,6 +247,8 @@ def specialise(
             ran.append((stage, 0.0, False))
             continue
         ctx.require_before(stage)
+        if done and stage == "evaluate":  # done with other settings: its runs would resume, stale
+            shutil.rmtree(root / "eval", ignore_errors=True)
         log(f"[{stage}] starting")
         t0 = time.perf_counter()
         record = runners[stage]()
@@ -599,7 +602,9 @@ class _BuildManifest:
                     f"{root} is the pack of another KG (fingerprint {manifest.kg.get('fingerprint')}, this "
                     f"one {summary.fingerprint}); give a new folder"
                 )
-            return cls(root, manifest)
+            out = cls(root, manifest)
+            out.declare_routes()  # a pack built by another version takes this one's routes
+            return out
         kg = {**asdict(summary), "source": source}
         out = cls(root, PackManifest(root.name, kg))
         out.save()
@@ -625,76 +630,14 @@ class _BuildManifest:
     ) -> None:
         record = json.loads(json.dumps(record, default=str))
         self.manifest.add_component(name, path, record=record, validation=validation)
+        self.declare_routes()
+
+    def declare_routes(self) -> None:
+        """Declare :data:`ROUTES`' changes (and only those) as far as the pack's components allow; save."""
         have = set(self.manifest.components)
+        self.manifest.routes.clear()
         for method, (summary, changes) in ROUTES.items():
             kept = {k: v for k, v in changes.items() if v in (CHAIN, NO_ADAPTER) or v in have}
             if kept:
                 self.manifest.set_route(method, summary, **kept)
         self.save()
-
-
-# ---------------------------------------------------------------------------- the command line
-def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
-    """``kg-agents specialise KG --out DIR``: the parser, given the CLI's ``add_parser``."""
-    s = add_parser(
-        "specialise", help="build a KG pack for a graph from the graph alone (every method trained)"
-    )
-    s.add_argument("kg", help="bundled name or triples file (TSV, s|r|o, N-Triples, Turtle)")
-    s.add_argument("--out", required=True, metavar="DIR", help="the pack folder (a rerun resumes it)")
-    s.add_argument(
-        "--budget", default="default", choices=list(BUDGETS), help="how much to do (default: default)"
-    )
-    s.add_argument(
-        "--stages",
-        default=None,
-        help=f"comma-separated: {', '.join(STAGES)}, or train (the four trainers); default: all",
-    )
-    s.add_argument("--hops", default="1,2,3", help="hop counts synthesised and learnt (default: 1,2,3)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the trainers run")
-    s.add_argument(
-        "--paraphrase", action="store_true", help="rephrase each relation path's form with --model"
-    )
-    s.add_argument("--model", default=None, help="the paraphrasing chat model (default: the embedded one)")
-    s.add_argument("--examples", metavar="FILE", help="a few real questions as style examples (optional)")
-    noise_help = "share of synthesised chains of 2+ hops that name one inner hop by a common word (0-1)"
-    s.add_argument("--relation-noise", type=float, default=0.0, metavar="SHARE", help=noise_help)
-    s.add_argument("--balance", default="path", choices=BALANCES, help=BALANCE_HELP)
-    s.add_argument(
-        "--questions",
-        metavar="FILE",
-        help="your own questions to evaluate the pack on, each method also with no pack (optional)",
-    )
-    s.add_argument("--methods", default=",".join(PACK_METHODS), help="methods the evaluate stage runs")
-    s.add_argument("--no-register", action="store_true", help="do not register the pack for pack=auto")
-    s.add_argument("--json", action="store_true", help="print the manifest as JSON at the end")
-    s.set_defaults(func=cmd_specialise)
-
-
-def cmd_specialise(args: Any) -> int:
-    try:
-        hops = [int(h) for h in str(args.hops).split(",") if h.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"--hops must be comma-separated integers, got {args.hops!r}") from exc
-    data = specialise(
-        args.kg,
-        args.out,
-        budget=args.budget,
-        stages=args.stages,
-        seed=args.seed,
-        hops=hops,
-        device=args.device,
-        paraphrase=args.paraphrase,
-        model=args.model,
-        examples=args.examples,
-        questions=args.questions,
-        methods=[m.strip() for m in args.methods.split(",") if m.strip()],
-        relation_noise=args.relation_noise,
-        balance=args.balance,
-        register=not args.no_register,
-    )
-    if args.json:
-        print(json.dumps(data, indent=1, sort_keys=True, default=str))
-    else:
-        print(f"wrote {Path(args.out) / 'pack.json'}")
-    return 0

@@ -205,3 +205,13 @@ def test_your_own_questions_are_answered_with_the_pack_and_with_none_in_the_same
         str(kb), out, budget="tiny", stages="evaluate", questions=str(own), methods=methods, quiet=True
     )
     assert argvs == []
+    # another version's routes: the pack takes them when reopened, and its evaluation runs again
+    import kg_agents.specialise as sp
+
+    monkeypatch.setattr(sp, "ROUTES", {"graph_rag": ("one hop out, zero-shot", {"adapter": "none"})})
+    specialise(
+        str(kb), out, budget="tiny", stages="evaluate", questions=str(own), methods=methods, quiet=True
+    )
+    assert len(argvs) == 3 * len(methods)
+    routes = json.loads((out / "pack.json").read_text())["routes"]
+    assert routes == {"graph_rag": {"adapter": "none", "summary": "one hop out, zero-shot"}}

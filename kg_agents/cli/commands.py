@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_synth_arguments(s)
     s.set_defaults(func=cmd_synth)
 
-    from kg_agents.specialise import add_specialise_parser
+    from kg_agents.cli.specialise import add_specialise_parser
 
     add_specialise_parser(add_parser)
 
