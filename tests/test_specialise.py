@@ -215,3 +215,12 @@ def test_your_own_questions_are_answered_with_the_pack_and_with_none_in_the_same
     assert len(argvs) == 3 * len(methods)
     routes = json.loads((out / "pack.json").read_text())["routes"]
     assert routes == {"graph_rag": {"adapter": "none", "summary": "one hop out, zero-shot"}}
+    # --eval-questions sizes the evaluate stage (each set, each method): another setting, run again
+    from kg_agents.cli.commands import main as cli
+
+    argvs.clear()
+    args = ["specialise", str(kb), "--out", str(out), "--budget", "tiny", "--stages", "evaluate"]
+    args += ["--questions", str(own), "--methods", "dualr", "--no-register"]
+    assert cli([*args, "--eval-questions", "0"]) == 2 and argvs == []
+    assert cli([*args, "--eval-questions", "7"]) == 0
+    assert len(argvs) == 3 and all(a[a.index("--limit") + 1] == "7" for a in argvs)

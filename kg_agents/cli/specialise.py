@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kg_agents.errors import ConfigError
-from kg_agents.specialise import BUDGETS, PACK_METHODS, STAGES, specialise
+from kg_agents.specialise import BUDGETS, PACK_METHODS, STAGES, Budget, budget_with, specialise
 from kg_agents.synth.cli import BALANCE_HELP
 from kg_agents.synth.shares import BALANCES
 
@@ -47,6 +47,13 @@ def add_specialise_parser(add_parser: Callable[..., Any]) -> None:
         help="your own questions to evaluate the pack on, each method also with no pack (optional)",
     )
     s.add_argument("--methods", default=",".join(PACK_METHODS), help="methods the evaluate stage runs")
+    s.add_argument(
+        "--eval-questions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="questions a method in the evaluate stage, of each set (default: the budget's)",
+    )
     s.add_argument("--no-register", action="store_true", help="do not register the pack for pack=auto")
     s.add_argument("--json", action="store_true", help="print the manifest as JSON at the end")
     s.set_defaults(func=cmd_specialise)
@@ -57,10 +64,15 @@ def cmd_specialise(args: Any) -> int:
         hops = [int(h) for h in str(args.hops).split(",") if h.strip()]
     except ValueError as exc:
         raise ConfigError(f"--hops must be comma-separated integers, got {args.hops!r}") from exc
+    budget: str | Budget = args.budget
+    if args.eval_questions is not None:
+        if args.eval_questions < 1:
+            raise ConfigError(f"--eval-questions must be at least 1, got {args.eval_questions}")
+        budget = budget_with(args.budget, eval_questions=args.eval_questions)
     data = specialise(
         args.kg,
         args.out,
-        budget=args.budget,
+        budget=budget,
         stages=args.stages,
         seed=args.seed,
         hops=hops,
