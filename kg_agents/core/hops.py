@@ -237,13 +237,21 @@ CHAIN_MAX_HOPS = 3
 
 
 def chain_hops(
-    kg: Any, question: str, topics: Sequence[str], *, max_hops: int = CHAIN_MAX_HOPS, encoder: Any = None
+    kg: Any,
+    question: str,
+    topics: Sequence[str],
+    *,
+    max_hops: int = CHAIN_MAX_HOPS,
+    encoder: Any = None,
+    revisit: bool = False,
 ) -> int | None:
     """The length of the relation chain from ``topics`` whose words are closest to ``question``: the
     graph's chains of 1..``max_hops`` hops (:func:`~kg_agents.core.chains.relation_chains`, written as
     :func:`~kg_agents.core.chains.chain_text` does) and the question with its topic entities' labels
     masked, both embedded by the sentence encoder (default: the shared all-MiniLM-L6-v2), compared by
     cosine similarity; the shorter chain wins a tie. None when the graph has no chain from ``topics``.
+    ``revisit`` reads the chains as :func:`~kg_agents.core.chains.relation_chains` does with it (a chain
+    may end on a topic entity).
 
     It reads the graph, not the question's wording: a hop classifier trained on synthesised questions
     learns the synthesiser's phrasing, which people's questions do not share; this needs no training.
@@ -264,7 +272,7 @@ def chain_hops(
         raise ConfigError(f"max_hops must be a positive integer, got {max_hops!r}")
     texts, lengths = [], []
     for length in range(1, max_hops + 1):
-        for chain in relation_chains(kg, list(topics), length)[0]:
+        for chain in relation_chains(kg, list(topics), length, revisit=revisit)[0]:
             texts.append(chain_text(chain))
             lengths.append(length)
     if not texts:
@@ -350,6 +358,7 @@ def question_hops(
     hop_classifier: Any = None,
     *,
     auto: bool | str | None = None,
+    revisit: bool = False,
 ) -> int | None:
     """The hop count a method follows for ``question`` under the setting ``mode`` (None: none).
 
@@ -360,6 +369,7 @@ def question_hops(
     :func:`pack_hops`), or, with ``auto`` None, where a ``hop_classifier`` is given, follows the chain where
     ``auto`` is ``"chain"``, and does nothing else; ``"none"``, or a question without topic entities,
     gives None. ``topics`` are entity ids; ``kg`` labels them only when the classifier or chains are asked.
+    ``revisit`` reads the chains as :func:`chain_hops` does with it.
 
     Example:
         >>> question_hops(2, None, "who directed [Splash]", ["Splash"])
@@ -379,6 +389,6 @@ def question_hops(
             return None
         mode = CHAIN if follows == CHAIN else "predict"
     if mode == CHAIN:
-        return chain_hops(kg, question, topics)
+        return chain_hops(kg, question, topics, revisit=revisit)
     clf = hop_classifier if hop_classifier is not None else load_hop_classifier()
     return max(1, int(clf.predict([question], [[kg.label(e) for e in topics]])[0]))

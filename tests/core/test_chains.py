@@ -40,6 +40,53 @@ def test_a_chain_that_ends_only_where_it_started_is_left_out():
     )[0]
 
 
+#: A graph whose walks meet themselves: a self-loop (a release track and its recording, both named
+#: "Robin"), and a child whose parent's children include the child again.
+LOOPS = MemoryKG(
+    [
+        ("Robin", "recording", "Robin"),
+        ("Robin", "releases", "Live"),
+        ("Ann", "parents", "Helena"),
+        ("Helena", "children", "Ann"),
+        ("Helena", "children", "Bea"),
+        ("Ann", "nationality", "UK"),
+        ("Bea", "nationality", "France"),
+    ]
+)
+
+
+def test_revisit_reads_a_chain_as_the_graph_executes_a_relation_path():
+    """Without ``revisit`` a walk never passes through its start again nor ends on it; with it, a walk
+    may (a self-loop stays on its entity), and the start is an end only when the chain reaches nothing
+    else."""
+    loop = [("recording", "out"), ("recording", "out")]
+    assert tuple(loop) not in relation_chains(LOOPS, ["Robin"], 2)[0]
+    assert tuple(loop) in relation_chains(LOOPS, ["Robin"], 2, revisit=True)[0]
+    assert walk_chain(LOOPS, ["Robin"], ["recording", "releases"], limit=10).paths == []
+    walk = walk_chain(LOOPS, ["Robin"], ["recording", "releases"], limit=10, revisit=True)
+    assert [p.to_text() for p in walk.paths] == ["Robin -> recording -> Robin -> releases -> Live"]
+    alone = walk_chain(LOOPS, ["Robin"], ["recording", "recording"], limit=10, revisit=True)
+    assert [p.end for p in alone.paths] == ["Robin"] and all(verify_path(LOOPS, p) for p in alone.paths)
+    # through the start midway: Ann's parent's children are Ann and Bea, and both have a nationality
+    path = ["parents", "children", "nationality"]
+    assert [p.end for p in walk_chain(LOOPS, ["Ann"], path, limit=10).paths] == ["France"]
+    both = walk_chain(LOOPS, ["Ann"], path, limit=10, revisit=True)
+    assert sorted(p.end for p in both.paths) == ["France", "UK"]
+    # the start among other ends is left out: Ann's parent's children are Bea only
+    assert [p.end for p in walk_chain(LOOPS, ["Ann"], path[:2], limit=10, revisit=True).paths] == ["Bea"]
+
+
+def test_revisit_walks_hop_by_hop_on_a_store_with_chain_queries():
+    """A store's chain queries never pass through the start again, so ``revisit`` walks hop by hop
+    there too, and finds the same ends on either store."""
+    path = ["parents", "children", "nationality"]
+    for kg in (LOOPS, HopByHopKG(LOOPS)):
+        assert sorted(p.end for p in walk_chain(kg, ["Ann"], path, limit=10, revisit=True).paths) == [
+            "France",
+            "UK",
+        ]
+
+
 class _BatchedRelations(MemoryKG):
     """A store with its own ``relations_many`` (as a SPARQL store has), recording each call."""
 

@@ -295,7 +295,8 @@ def create_graph_agent_graph(
         >>> g = create_graph_agent_graph(kg, llm=chat, strategy="tot", evaluator="select")  # doctest: +SKIP
         >>> g.invoke({"question": "who directed [Splash]"}, context={"depth": 2})     # doctest: +SKIP
     """
-    defaults = context_defaults(GraphCoTContext, locals(), search_depth=0)
+    # graph_agent's walks never pass a node twice: a run's context asking for `revisit` is refused
+    defaults = context_defaults(GraphCoTContext, locals(), search_depth=0, revisit=False)
     run_settings(defaults)  # a bad option is a ConfigError now, at build time
     if not isinstance(relation_chain, bool):
         raise ConfigError(f"relation_chain must be True or False, got {relation_chain!r}")
@@ -354,6 +355,7 @@ def create_graph_explore_graph(
     conjunction: bool = True,
     constraint: bool = True,
     whole_set: bool = True,
+    revisit: bool = False,
 ) -> GraphCoTGraph:
     """Graph-CoT/ToT/GoT with *automatic graph exploration* (sec. 4.2.2, algorithm 1).
 
@@ -415,6 +417,11 @@ def create_graph_explore_graph(
             walked again from it (:func:`~kg_agents.core.conjunction.complete_answers`), each with its
             verified walk, at most 100 answers in all (``MAX_ANSWERS``). False: the answers as the walk
             chose them. A run's context may set it.
+        revisit: read the relation chain as the graph executes a relation path: a walk may pass through
+            an entity again, a topic entity included, and end on the topic entity when the chain reaches
+            nothing else (:mod:`kg_agents.core.chains`). The chain is ranked at 1 hop too and walked
+            whole; its ends are the answers' candidates, each with its walk. False (default): the walk
+            never passes a node twice. A run's context may set it.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set

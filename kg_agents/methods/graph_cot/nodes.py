@@ -138,6 +138,7 @@ def root_branch(topic_entities: list[str]) -> dict[str, Any]:
         "visited": [],
         "depth": 0,
         "plan": None,
+        "walks": {},
         "attributes": [],
         "answers": None,
         "done": False,
@@ -169,6 +170,7 @@ def child_branch(
         "visited": grounded.get("visited", parent.get("visited") or []),
         "depth": grounded.get("depth", parent.get("depth") or 0),
         "plan": grounded.get("plan", parent.get("plan")),
+        "walks": grounded.get("walks", parent.get("walks") or {}),
         "attributes": parent.get("attributes") or [],
         "answers": answers,
         "done": answers is not None,
@@ -199,7 +201,13 @@ def walk_hops(deps: GraphCoTDeps, settings: dict[str, Any], question: str, topic
         return None
     mode = settings.get("hops", "none")
     return question_hops(
-        mode, deps.interaction.kg, question, topics, deps.hop_classifier, auto=deps.auto_hops
+        mode,
+        deps.interaction.kg,
+        question,
+        topics,
+        deps.hop_classifier,
+        auto=deps.auto_hops,
+        revisit=settings.get("revisit", False),
     )
 
 
@@ -228,6 +236,8 @@ def prepare(
         settings = run_settings(run_context(runtime, deps.defaults))
     except ConfigError as exc:
         return halt_prepare(exc)
+    if settings["revisit"] and not deps.interaction.revisits:
+        return halt_prepare(ConfigError(f"revisit is not an option of {deps.interaction.name}"))
     if not question:
         return halt_prepare("empty question", type="EmptyQuestion", settings=settings)
     given = state.get("topic_entities") or []
@@ -566,8 +576,13 @@ def answer(deps: GraphCoTDeps, state: GraphCoTState) -> dict[str, Any]:
     # every answer is a node the chain reached, on a verified path from a start: the rest is dropped
     candidates = method.candidates(best) if best else {}
     answers, paths, dropped = ground_answers(answers, candidates)
+    walked = bool(best and best.get("walks"))
+    if answers and walked and settings.get("whole_set", True):
+        # `revisit`: the walked chain's ends are the candidates already, each with its walk
+        rest = [lab for lab in candidates if lab not in answers][: MAX_ANSWERS - len(answers)]
+        answers, paths = [*answers, *rest], [*paths, *(candidates[lab][0] for lab in rest)]
     update = verified_paths_update(method.kg, paths)
-    if answers and settings.get("whole_set", True):
+    if answers and settings.get("whole_set", True) and not walked:
         # the whole set of the best answer's chain, each added answer with its verified walk
         done = complete_answers(
             method.kg,

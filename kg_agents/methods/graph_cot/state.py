@@ -66,6 +66,9 @@ class GraphCoTContext:
             (:mod:`~kg_agents.core.constraint`); None: on.
         whole_set: the best answer's relation chain walked again for the rest of its ends
             (:func:`~kg_agents.core.conjunction.complete_answers`); None: on.
+        revisit: ``graph_explore``'s relation chain read as the graph executes a relation path (a walk
+            may pass through an entity again and end on a topic entity, :mod:`kg_agents.core.chains`);
+            None: off.
     """
 
     strategy: Strategy | None = None
@@ -80,6 +83,7 @@ class GraphCoTContext:
     conjunction: bool | None = None
     constraint: bool | None = None
     whole_set: bool | None = None
+    revisit: bool | None = None
 
 
 def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
@@ -102,8 +106,9 @@ def run_settings(ctx: GraphCoTContext) -> dict[str, Any]:
         "conjunction": True if ctx.conjunction is None else ctx.conjunction,
         "constraint": True if ctx.constraint is None else ctx.constraint,
         "whole_set": True if ctx.whole_set is None else ctx.whole_set,
+        "revisit": False if ctx.revisit is None else ctx.revisit,
     }
-    for key in ("conjunction", "constraint", "whole_set"):
+    for key in ("conjunction", "constraint", "whole_set", "revisit"):
         if not isinstance(s[key], bool):
             raise ConfigError(f"{key} must be True or False, got {s[key]!r}")
     if s["decide"] not in ("rank", "generate"):

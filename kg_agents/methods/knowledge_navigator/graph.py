@@ -161,6 +161,12 @@ class KnowledgeNavigatorContext:
         constraint: the answers are narrowed by a value the question states ("what did [Steven
             Spielberg] direct in 1993"): those holding it, each with its verified path to it
             (:mod:`~kg_agents.core.constraint`); False: the answers as they are.
+        revisit: read a relation chain as the graph executes a relation path: a walk may pass through
+            an entity again, a topic entity included, and end on the topic entity when the chain reaches
+            nothing else (:mod:`kg_agents.core.chains`). The relation chain is ranked at 1 hop too, the
+            kept chains are walked whole, and the answers are their ends, each with its walk. The
+            factory's default (False): a walk never
+            passes through a topic entity again, and an answer is never one.
     """
 
     hops: int | str | None = None
@@ -189,6 +195,7 @@ class KnowledgeNavigatorContext:
     conjunction: bool | None = None
     conjunction_fallback: bool | None = None
     constraint: bool | None = None
+    revisit: bool | None = None
 
 
 class KnowledgeNavigatorState(ReasoningState, total=False):
@@ -210,6 +217,7 @@ class KnowledgeNavigatorState(ReasoningState, total=False):
     ranked_answers: list[str]
     conjunction_route: bool
     conjunction: dict[str, list[str]]
+    walk_ends: dict[str, list[str]]
 
 
 def create_knowledge_navigator_graph(
@@ -249,6 +257,7 @@ def create_knowledge_navigator_graph(
     conjunction: bool = True,
     conjunction_fallback: bool = False,
     constraint: bool = True,
+    revisit: bool = False,
     variants_prompt: PromptLike | None = None,
     select_prompt: PromptLike | None = None,
     reason_prompt: PromptLike | None = None,
@@ -285,11 +294,11 @@ def create_knowledge_navigator_graph(
         hops, max_hops, num_variants, top_k, top_m, original_weight, variant_weight, knowledge_format,
             fewshot, max_core_entities, max_triples, max_llm_calls, max_answers, ground_answers,
             select_max_tokens, variants_max_tokens, answer_max_tokens, decide, answer_ratio, calibrate,
-            relation_chain, plan_example, whole_set, conjunction, conjunction_fallback, constraint: the
-            defaults of the per-run options, see :class:`KnowledgeNavigatorContext`. ``decide="rank"``
-            (default) ranks relations and answers by the model's log-probability (relations with the
-            ``select_relations_rank`` prompt, chains with ``select_chain_rank``); ``"generate"`` is the
-            paper's free-generation route.
+            relation_chain, plan_example, whole_set, conjunction, conjunction_fallback, constraint,
+            revisit: the defaults of the per-run options, see :class:`KnowledgeNavigatorContext`.
+            ``decide="rank"`` (default) ranks relations and answers by the model's log-probability
+            (relations with the ``select_relations_rank`` prompt, chains with ``select_chain_rank``);
+            ``"generate"`` is the paper's free-generation route.
         variants_prompt: the ``similar_questions`` prompt (as ``prompts={"similar_questions": ...}``).
         select_prompt: the ``select_relations`` prompt.
         reason_prompt: the ``reason`` prompt, also used for few-shot reasoning unless ``prompts`` names

@@ -167,6 +167,7 @@ def check_context(ctx: Any) -> str | None:
         "conjunction",
         "conjunction_fallback",
         "constraint",
+        "revisit",
     ):
         if not isinstance(getattr(ctx, name), bool):
             return f"{name} must be True or False (got {getattr(ctx, name)!r})"
@@ -231,7 +232,8 @@ def analyse_question(
     info: dict[str, Any] = {"node": "analyse_question"}
     depth = None
     if ctx.hops == CHAIN and topics:
-        depth = chain_hops(deps.kg, question, topics, max_hops=clip_hops(ctx.max_hops, CHAIN_MAX_HOPS))
+        cap = clip_hops(ctx.max_hops, CHAIN_MAX_HOPS)
+        depth = chain_hops(deps.kg, question, topics, max_hops=cap, revisit=ctx.revisit)
     if depth is not None:
         hops = clip_hops(depth, ctx.max_hops)
         info["hops_source"] = "relation chain"
@@ -304,9 +306,9 @@ def select_relations(
         and hop == 0
         and ctx.decide == "rank"
         and ctx.relation_chain
-        and state.get("hops", 1) >= 2
+        and (state.get("hops", 1) >= 2 or ctx.revisit)  # revisit: a 1-hop chain may end on the topic
     ):
-        chain_info, chains, calls = rank_chains(deps, ctx, state, voters, weights, calls)
+        chain_info, chains, calls = rank_chains(deps, ctx, state, voters, weights, calls, revisit=ctx.revisit)
         update = {"chains": chains, "trace": [chain_info]}
         if chain_info.get("budget_hit"):
             update["stop_reason"] = f"max_llm_calls={ctx.max_llm_calls} reached ranking the relation chains"
@@ -441,8 +443,9 @@ def expand(
     deps: KnowledgeNavigatorDeps, state: Mapping[str, Any], runtime: Runtime[Any] | None = None
 ) -> dict[str, Any]:
     """The kept relations' triples (fan-out bounded); the unvisited entities are the next core. With kept
-    relation chains on a store with chain queries, the first hop walks each chain whole instead: its ends
-    (``fanout_limit`` per topic entity) with one walk to each."""
+    relation chains on a store with chain queries, or with ``revisit``, the first hop walks each chain
+    whole instead: its ends (``fanout_limit`` per topic entity) with one walk to each (with ``revisit``,
+    the ends and their walks are the answers' candidates and support, ``walk_ends``)."""
     ctx = run_context(runtime, deps.defaults)
     hop = state.get("hop", 0)
     selected = state.get("selected") or {}
@@ -455,10 +458,17 @@ def expand(
     truncated: list[str] = []
     chains = state.get("chains") or []
     steps: list[tuple[str, Triple]] = []  # (the entity a triple was reached from, the triple)
-    whole = hop == 0 and bool(chains) and joins_in_engine(deps.kg)
+    whole = hop == 0 and bool(chains) and (joins_in_engine(deps.kg) or ctx.revisit)
+    walk_ends: dict[str, list[str]] = {}
     if whole:  # the store walks each kept chain to its ends (fanout_limit of them per topic entity)
         core = state.get("core") or []
-        walks = [walk_chain(deps.kg, core, relation_path(c), limit=deps.fanout_limit) for c in chains]
+        walks = [
+            walk_chain(deps.kg, core, relation_path(c), limit=deps.fanout_limit, revisit=ctx.revisit)
+            for c in chains
+        ]
+        if ctx.revisit:  # a walk may end on a topic entity, which `parents` cannot hold
+            for p in (p for w in walks for p in w.paths):
+                walk_ends.setdefault(str(p.end), []).append(p.to_text())
         steps = [(h.source, h.triple) for w in walks for p in w.paths for h in p.hops]
         truncated = [t for w in walks for t in w.truncated]
         hop = len(chains[0]) - 1  # the walks end at the chains' ends: this is the last hop
@@ -507,6 +517,7 @@ def expand(
         "visited": visited,
         "core": nxt[: ctx.max_core_entities],
         "hop": hop + 1,
+        "walk_ends": walk_ends,
         "trace": [
             {
                 "node": "expand",
@@ -589,6 +600,8 @@ def reason(
         ends = [e for e, d in depths.items() if d == deepest and d > 0]
         if state.get("conjunction_route"):  # the entities where the topics' walks meet
             ends = list(state.get("conjunction") or {})
+        elif state.get("walk_ends"):  # `revisit`: the kept chains' ends
+            ends = list(state["walk_ends"])
         labels = list(dict.fromkeys(labels_of(deps.kg, ends)))
         if not labels:
             return {"raw_answer": "", "trace": [{"node": "reason", "decide": "rank", "candidates": 0}]}
@@ -617,7 +630,7 @@ def answer(
     parsed = parse_answers(state.get("raw_answer") or "")
     parents = state.get("parents") or {}
     topics = set(state.get("topic_entities") or [])
-    support = (state.get("conjunction") or {}) if state.get("conjunction_route") else {}
+    support = (state.get("conjunction") if state.get("conjunction_route") else state.get("walk_ends")) or {}
     labelled = list(support or parents)
     labels = dict(zip(labelled, labels_of(deps.kg, labelled), strict=True))
     by_label: dict[str, list[str]] = {}
@@ -636,7 +649,7 @@ def answer(
     paths: list[Path] = []
     for a in answers:
         for e in by_label.get(a.lower(), []):
-            if support:  # a conjunction's answer: its path from each topic entity
+            if support:  # a conjunction's answer (its path from each topic entity), or a walk's end
                 paths.extend(Path.from_text(t) for t in support.get(e, []))
                 continue
             chain: list[Triple] = []

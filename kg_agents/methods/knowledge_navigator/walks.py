@@ -51,6 +51,7 @@ def rank_chains(
     starts: Sequence[str] | None = None,
     lengths: Sequence[int] | None = None,
     more: int = 0,
+    revisit: bool = False,
 ) -> tuple[dict[str, Any], list[list[list[str]]], int]:
     """The relation chains of the question's depth from its topic entities, each question variant
     ranking them (its top ``K`` are its vote) and the weighted vote keeping the top ``M`` (eq. 3-4, over
@@ -59,7 +60,8 @@ def rank_chains(
     ``starts`` (default: the state's ``core``) and ``lengths`` (default: the state's ``hops``) choose
     other walks: one topic entity of a conjunction, chains of each of several lengths. ``more`` adds up
     to that many runners-up after the kept chains, in the original question's order (a conjunction's
-    next tries).
+    next tries). ``revisit`` lists the chains as :func:`~kg_agents.core.chains.relation_chains` does
+    with it (a chain question's walk; a conjunction's walks never revisit).
 
     Returns ``(trace record, kept chains as [[relation, direction], ...], LLM calls so far)``; no chains
     are kept when the graph has none of that depth (the hops then choose their relations one by one) or
@@ -70,7 +72,7 @@ def rank_chains(
     options = []
     truncated = False
     for length in lengths:
-        found, cut = relation_chains(deps.kg, starts, length)
+        found, cut = relation_chains(deps.kg, starts, length, revisit=revisit)
         options += found
         truncated = truncated or cut
     info: dict[str, Any] = {

@@ -19,7 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from kg_agents.core.records import error_text
 from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError, ModelError
-from kg_agents.kg import open_kg
+from kg_agents.kg import MemoryKG, open_kg
+from kg_agents.kg.base import verify_path
 from kg_agents.llm import resolve_chat_model
 from kg_agents.methods.graph_cot.graph import (
     create_graph_agent_graph,
@@ -960,6 +961,64 @@ def test_on_a_store_with_chain_queries_the_explorer_walks_the_chosen_chain_whole
     )
     level = _trace(out, "expand")[0]["search"][0]
     assert level["by"] == "whole chain" and level["ends"] == 1 and level["truncated"]
+
+
+LOOPS = MemoryKG(
+    [
+        ("Robin", "recording", "Robin"),
+        ("Robin", "releases", "Live"),
+        ("Ann", "parents", "Helena"),
+        ("Helena", "children", "Ann"),
+        ("Helena", "children", "Bea"),
+        ("Ann", "nationality", "UK"),
+        ("Bea", "nationality", "France"),
+    ]
+)
+LOOP_CHAINS = {"recording", "recording, then recording", "parents, then children, then nationality"}
+
+
+def loop_scores(text: str, options: list[str]) -> list[float]:
+    """The chains of :data:`LOOP_CHAINS` first (all alike after the calibration prompt, whose question
+    is only the entity); every other ranking in the order offered."""
+    if re.search(r"Question: \[\w+\]\n", text):
+        return [0.0] * len(options)
+    if "Relation chain:" in text:
+        return [0.0 if o in LOOP_CHAINS else -5.0 for o in options]
+    return [float(-i) for i in range(len(options))]
+
+
+def test_revisit_walks_the_explorer_s_chain_through_the_topic_and_may_end_on_it():
+    """graph_explore's ``revisit``: the chosen chain walked as the graph executes it (through a
+    self-loop, back through the topic entity), its ends the answers, each with its verified walk, the
+    topic entity when the chain reaches nothing else; without it those answers are out of reach."""
+    cases = [
+        ("what is the recording of [Robin] 's recording", "Robin", 2, ["Robin"]),
+        ("what is the recording of [Robin]", "Robin", 1, ["Robin"]),
+        ("what is the nationality of [Ann] 's parent 's child", "Ann", 3, ["France", "UK"]),
+    ]
+    for question, topic, hops, want in cases:
+        q = {"question": question, "topic_entities": [topic]}
+
+        def llm():
+            return FakeChat(
+                rules=explore_rules(lambda p: "I need the chain."), logprobs=loop_scores, tools=False
+            )
+
+        plain = create_graph_explore_graph(LOOPS, llm=llm(), max_steps=4, hops=hops).invoke(q)
+        assert set(plain["answers"]) < set(want)
+        out = create_graph_explore_graph(LOOPS, llm=llm(), max_steps=4, hops=hops).invoke(
+            q, context={"revisit": True}
+        )
+        assert sorted(out["answers"]) == want and not out["errors"]
+        assert out["paths"] and all(verify_path(LOOPS, p) for p in out["paths"])
+        assert sorted(p.end for p in out["paths"]) == want
+        assert _trace(out, "expand")[0]["search"][0]["by"] == "whole chain"
+    # graph_agent has no such walk: the option is refused, not ignored
+    agent = create_graph_agent_graph(LOOPS, llm=FakeChat(logprobs=loop_scores), hops=2)
+    out = agent.invoke({"question": cases[0][0], "topic_entities": ["Robin"]}, context={"revisit": True})
+    assert out["errors"][0]["type"] == "ConfigError" and "revisit" in out["errors"][0]["message"]
+    with pytest.raises(ConfigError, match="revisit must be True or False"):
+        create_graph_explore_graph(LOOPS, llm=FakeChat(logprobs=loop_scores), revisit="yes")
 
 
 def test_a_neighbour_without_the_chain_s_next_relation_is_left_out_before_the_pruning():

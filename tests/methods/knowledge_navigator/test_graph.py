@@ -10,7 +10,7 @@ from pydantic import Field
 from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg import MemoryKG
-from kg_agents.kg.base import Triple
+from kg_agents.kg.base import Triple, verify_path
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator import KnowledgeNavigatorContext
@@ -536,6 +536,57 @@ def test_ranked_route_chooses_the_relation_chain_once_and_follows_it(kg):
     assert all("votes" in t for t in per_hop["trace"] if t["node"] == "select_relations")
     with pytest.raises(ConfigError, match="relation_chain"):
         create_knowledge_navigator_graph(kg, llm=llm, relation_chain="yes")
+
+
+def test_revisit_walks_the_chain_through_the_topic_and_may_end_on_it():
+    """``revisit``: the kept chain is read as the graph executes it, through a self-loop and back
+    through the topic entity, and a chain that reaches only the topic entity answers it, with its
+    verified walk; without it those walks end with no answer."""
+    loops = MemoryKG(
+        [
+            ("Robin", "recording", "Robin"),
+            ("Robin", "releases", "Live"),
+            ("Ann", "parents", "Helena"),
+            ("Helena", "children", "Ann"),
+            ("Helena", "children", "Bea"),
+            ("Ann", "nationality", "UK"),
+            ("Bea", "nationality", "France"),
+        ]
+    )
+    wanted = {"recording", "recording, then recording", "parents, then children, then nationality"}
+
+    def scores(text: str, options: list[str]) -> list[float]:
+        if "Relation chain:" in text:
+            return [0.0 if o in wanted else -5.0 for o in options]
+        return [float(-i) for i in range(len(options))]
+
+    llm = FakeChat(logprobs=scores)
+    cases = [
+        ("what is the recording of [Robin] 's recording", "Robin", 2, ["Robin"]),
+        ("what is the recording of [Robin]", "Robin", 1, ["Robin"]),  # a 1-hop chain is ranked too
+        ("what is the nationality of [Ann] 's parent 's child", "Ann", 3, ["UK", "France"]),
+    ]
+    for question, topic, hops, want in cases:
+        q = {"question": question, "topic_entities": [topic]}
+        ctx = {"hops": hops}
+        plain = create_knowledge_navigator_graph(loops, llm=llm, num_variants=0, calibrate=False)
+        assert set(plain.invoke(q, context=ctx)["answers"]) < set(want)
+        out = create_knowledge_navigator_graph(
+            loops, llm=llm, num_variants=0, calibrate=False, revisit=True
+        ).invoke(q, context=ctx)
+        assert sorted(out["answers"]) == sorted(want) and not out["errors"]
+        assert out["paths"] and all(verify_path(loops, p) for p in out["paths"])
+        assert sorted(p.end for p in out["paths"]) == sorted(want)
+        assert next(t for t in out["trace"] if t["node"] == "expand")["whole_chains"] is True
+    # a per-run option too
+    out = create_knowledge_navigator_graph(loops, llm=llm, num_variants=0, calibrate=False).invoke(
+        {"question": cases[0][0], "topic_entities": ["Robin"]}, context={"hops": 2, "revisit": True}
+    )
+    assert out["answers"] == ["Robin"] and [p.to_text() for p in out["paths"]] == [
+        "Robin -> recording -> Robin -> recording -> Robin"
+    ]
+    with pytest.raises(ConfigError, match="revisit must be True or False"):
+        create_knowledge_navigator_graph(loops, llm=llm, revisit="yes")
 
 
 def test_the_chain_vote_the_budget_and_a_graph_without_chains(kg):

@@ -151,6 +151,8 @@ class Interaction:
     name = "method"
     #: how the agent acts (``tools`` or ``text``); None for the explorer
     mode: str | None = None
+    #: whether it takes the ``revisit`` setting (a relation chain walked as the graph executes it)
+    revisits = False
 
     def __init__(
         self,
@@ -203,7 +205,11 @@ class Interaction:
         return kg_block(kg_text(x) for x in triple_texts(self.kg, triples)) if triples else "(none)"
 
     def candidates(self, branch: dict[str, Any]) -> dict[str, list[Path]]:
-        """The nodes a branch's triples connect to its start entities (shortest paths), by label."""
+        """The nodes a branch's triples connect to its start entities (shortest paths), by label; a branch
+        that walked a relation chain with ``revisit``: the chain's ends, each with its walk."""
+        if branch.get("walks"):
+            walks = [Path.from_text(t) for ts in branch["walks"].values() for t in ts]
+            return answer_candidates(self.kg.label, walks)
         triples = list(dict.fromkeys(branch.get("triples") or []))
         starts = list(branch.get("starts") or [])
         ends = {x for t in triples for x in (t.head, t.tail)} - set(starts)
@@ -211,18 +217,19 @@ class Interaction:
         return answer_candidates(self.kg.label, paths, exclude=starts)
 
     def rank_chains(
-        self, question: str, starts: list[str], lengths: Sequence[int]
+        self, question: str, starts: list[str], lengths: Sequence[int], *, revisit: bool = False
     ) -> tuple[list[list[str]], dict[str, Any]]:
         """The relation chains of each of ``lengths`` hops from ``starts``, ranked against the whole
         ``question`` by the model (the ``explore_plan_relations`` prompt; calibrated with
         ``chain_calibrate``: each chain's score less its score when the question is only the entity),
         best first, as the toolbox names the relations (``~relation`` followed backwards), and what to
-        trace of it; no chains when the graph has none of those lengths (no model call then).
+        trace of it; no chains when the graph has none of those lengths (no model call then). ``revisit``
+        lists the chains as :func:`~kg_agents.core.chains.relation_chains` does with it.
         """
         chains: list[Any] = []
         truncated = False
         for length in lengths:
-            found, cut = relation_chains(self.kg, starts, length)
+            found, cut = relation_chains(self.kg, starts, length, revisit=revisit)
             chains += found
             truncated = truncated or cut
         if not chains:
@@ -251,7 +258,9 @@ class Interaction:
         }
         return ordered, info
 
-    def _plan(self, question: str, starts: list[str], length: int, trace: dict[str, Any]) -> list[str]:
+    def _plan(
+        self, question: str, starts: list[str], length: int, trace: dict[str, Any], revisit: bool = False
+    ) -> list[str]:
         """The relation chain of ``length`` hops from ``starts`` the model ranks first
         (:meth:`rank_chains`); empty when the graph has no such chain (the levels then rank relations
         as usual).
@@ -259,5 +268,5 @@ class Interaction:
         Ranked hop by hop, a small model takes the relation naming the answer's type first; ranked as
         a whole against the question, the chain's first hops are read with its last.
         """
-        ordered, trace["plan"] = self.rank_chains(question, starts, [length])
+        ordered, trace["plan"] = self.rank_chains(question, starts, [length], revisit=revisit)
         return ordered[0] if ordered else []

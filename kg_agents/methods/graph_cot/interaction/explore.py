@@ -54,6 +54,7 @@ class ExploreInteraction(Interaction):
     """
 
     name = "graph_explore"
+    revisits = True
 
     def __init__(
         self,
@@ -129,11 +130,20 @@ class ExploreInteraction(Interaction):
         visited = list(branch.get("visited") or [])
         seen = list(dict.fromkeys([*(branch.get("seen") or []), *linked]))
         plan, length = branch.get("plan"), int(walk or 0)
-        if ranked and self.relation_chain and length >= 2 and plan is None and not branch.get("depth"):
-            plan = self._plan(question, seen[: self.max_entities], length, trace)
+        revisit = bool(settings.get("revisit"))  # a 1-hop chain too: it may end on the topic entity
+        if (
+            ranked
+            and self.relation_chain
+            and (length >= 2 or (revisit and length))
+            and plan is None
+            and not branch.get("depth")
+        ):
+            plan = self._plan(question, seen[: self.max_entities], length, trace, revisit)
         ends = None  # a whole chain's ends, walked by the store: the answer's candidates
-        if plan and len(plan) == length and not branch.get("depth") and joins_in_engine(self.kg):
-            found, new_seen, search_trace, depth, ends = self._walk_plan(seen, visited, plan)
+        walks: dict[str, list[str]] = {}
+        whole = joins_in_engine(self.kg) or revisit
+        if plan and len(plan) == length and not branch.get("depth") and whole:
+            found, new_seen, search_trace, depth, ends, walks = self._walk_plan(seen, visited, plan, revisit)
         else:
             found, new_seen, search_trace, depth = self._search(
                 question, thought, seen, visited, {**branch, "plan": plan}, settings
@@ -143,7 +153,7 @@ class ExploreInteraction(Interaction):
         answers = None
         if ranked and found and search_trace and search_trace[-1].get("end"):
             # End? said the knowledge suffices: the answer is ranked among the entities this step reached
-            answers = self._ranked_answer(branch, question, thought, found, trace, ends)
+            answers = self._ranked_answer({**branch, "walks": walks}, question, thought, found, trace, ends)
             if answers:
                 step["action"] = f"Finish[{' | '.join(map(kg_text, answers))}]"
         return {
@@ -156,17 +166,22 @@ class ExploreInteraction(Interaction):
             "depth": depth,
             "plan": plan,
             "trace": trace,
+            **({"walks": walks} if walks else {}),
         }
 
     def _walk_plan(
-        self, seen: list[str], visited: list[str], plan: list[str]
-    ) -> tuple[list[Triple], list[str], list[dict[str, Any]], int, list[str]]:
+        self, seen: list[str], visited: list[str], plan: list[str], revisit: bool = False
+    ) -> tuple[list[Triple], list[str], list[dict[str, Any]], int, list[str], dict[str, list[str]]]:
         """The whole relation chain walked by the store (:func:`~kg_agents.core.chains.walk_chain`): its
         ends from the unvisited entities (``fanout_limit`` per entity) with one walk to each, as
-        :meth:`_search` returns them (its one level ends the walk), and the ends."""
+        :meth:`_search` returns them (its one level ends the walk), the ends, and with ``revisit`` each
+        end's walks (the answer's candidates and support; a walk may end on its start)."""
         todo = [e for e in seen if e not in visited][: self.max_entities]
         visited.extend(todo)
-        walk = walk_chain(self.kg, todo, plan, limit=self.fanout_limit)
+        walk = walk_chain(self.kg, todo, plan, limit=self.fanout_limit, revisit=revisit)
+        walks: dict[str, list[str]] = {}
+        for p in walk.paths if revisit else ():
+            walks.setdefault(str(p.end), []).append(p.to_text())
         found = list(dict.fromkeys(h.triple for p in walk.paths for h in p.hops))
         reached = [h.target for p in walk.paths for h in p.hops]
         rec = {
@@ -182,6 +197,7 @@ class ExploreInteraction(Interaction):
             [{**rec, "end": True, "end_by": "hops"}],
             len(plan),
             list(dict.fromkeys(p.end for p in walk.paths if p.end is not None)),
+            walks,
         )
 
     def _ranked_answer(
@@ -194,8 +210,10 @@ class ExploreInteraction(Interaction):
         ends: list[str] | None = None,
     ) -> list[str] | None:
         """The best of the entities ``found`` reached (the ones it started from excluded; ``ends``: only
-        these, a whole chain's ends), ranked."""
-        origins = set(branch.get("seen") or []) | set(branch.get("starts") or [])
+        these, a whole chain's ends; a branch with ``revisit`` walks: every end, its start too), ranked."""
+        origins = (
+            set() if branch.get("walks") else set(branch.get("seen") or []) | set(branch.get("starts") or [])
+        )
         reached = ends if ends is not None else [x for t in found for x in (t.head, t.tail)]
         labels = list(dict.fromkeys(entity_labels(self.kg, [x for x in reached if x not in origins])))
         if not labels:
