@@ -39,6 +39,7 @@ __all__ = [
     "CONTRACT_ENTITY_NS",
     "CONTRACT_RELATION_NS",
     "CONTRACT_TRIPLES",
+    "LOOP_TRIPLES",
     "KnowledgeGraphContract",
     "write_contract_ntriples",
 ]
@@ -66,6 +67,19 @@ CONTRACT_TRIPLES: list[tuple[str, str, str]] = [
     ("Cast Away", "directed_by", "Robert Zemeckis"),
     ("Forrest Gump", "starred_actors", "Tom Hanks"),
     ("Forrest Gump", "directed_by", "Robert Zemeckis"),
+]
+
+#: A graph whose walks meet themselves (the ``revisit`` reading of :mod:`kg_agents.core.chains`): a
+#: self-loop (a release track and its recording, both named "Robin"), and a child whose parent's
+#: children include the child again.
+LOOP_TRIPLES: list[tuple[str, str, str]] = [
+    ("Robin", "recording", "Robin"),
+    ("Robin", "releases", "Live"),
+    ("Ann", "parents", "Helena"),
+    ("Helena", "children", "Ann"),
+    ("Helena", "children", "Bea"),
+    ("Ann", "nationality", "UK"),
+    ("Bea", "nationality", "France"),
 ]
 
 

@@ -9,7 +9,7 @@ from kg_agents.core.metering import MeteredKG, metered
 from kg_agents.errors import ConfigError
 from kg_agents.kg.base import has_chain_queries, verify_path
 from kg_agents.kg.memory import MemoryKG
-from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.kg.testing import CONTRACT_TRIPLES, LOOP_TRIPLES
 from tests.kg.hop_by_hop import HopByHopKG
 
 KG = MemoryKG(CONTRACT_TRIPLES)
@@ -40,19 +40,7 @@ def test_a_chain_that_ends_only_where_it_started_is_left_out():
     )[0]
 
 
-#: A graph whose walks meet themselves: a self-loop (a release track and its recording, both named
-#: "Robin"), and a child whose parent's children include the child again.
-LOOPS = MemoryKG(
-    [
-        ("Robin", "recording", "Robin"),
-        ("Robin", "releases", "Live"),
-        ("Ann", "parents", "Helena"),
-        ("Helena", "children", "Ann"),
-        ("Helena", "children", "Bea"),
-        ("Ann", "nationality", "UK"),
-        ("Bea", "nationality", "France"),
-    ]
-)
+LOOPS = MemoryKG(LOOP_TRIPLES)
 
 
 def test_revisit_reads_a_chain_as_the_graph_executes_a_relation_path():

@@ -21,6 +21,7 @@ from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg import MemoryKG, open_kg
 from kg_agents.kg.base import verify_path
+from kg_agents.kg.testing import LOOP_TRIPLES
 from kg_agents.llm import resolve_chat_model
 from kg_agents.methods.graph_cot.graph import (
     create_graph_agent_graph,
@@ -963,17 +964,7 @@ def test_on_a_store_with_chain_queries_the_explorer_walks_the_chosen_chain_whole
     assert level["by"] == "whole chain" and level["ends"] == 1 and level["truncated"]
 
 
-LOOPS = MemoryKG(
-    [
-        ("Robin", "recording", "Robin"),
-        ("Robin", "releases", "Live"),
-        ("Ann", "parents", "Helena"),
-        ("Helena", "children", "Ann"),
-        ("Helena", "children", "Bea"),
-        ("Ann", "nationality", "UK"),
-        ("Bea", "nationality", "France"),
-    ]
-)
+LOOPS = MemoryKG(LOOP_TRIPLES)
 LOOP_CHAINS = {"recording", "recording, then recording", "parents, then children, then nationality"}
 
 

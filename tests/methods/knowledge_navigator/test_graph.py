@@ -11,7 +11,7 @@ from kg_agents.core.registry import create_graph, get_method
 from kg_agents.errors import ConfigError, ModelError
 from kg_agents.kg import MemoryKG
 from kg_agents.kg.base import Triple, verify_path
-from kg_agents.kg.testing import CONTRACT_TRIPLES
+from kg_agents.kg.testing import CONTRACT_TRIPLES, LOOP_TRIPLES
 from kg_agents.kg.text import relation_words
 from kg_agents.methods.knowledge_navigator import KnowledgeNavigatorContext
 from kg_agents.methods.knowledge_navigator.graph import PROMPT_NAMES, create_knowledge_navigator_graph
@@ -542,17 +542,7 @@ def test_revisit_walks_the_chain_through_the_topic_and_may_end_on_it():
     """``revisit``: the kept chain is read as the graph executes it, through a self-loop and back
     through the topic entity, and a chain that reaches only the topic entity answers it, with its
     verified walk; without it those walks end with no answer."""
-    loops = MemoryKG(
-        [
-            ("Robin", "recording", "Robin"),
-            ("Robin", "releases", "Live"),
-            ("Ann", "parents", "Helena"),
-            ("Helena", "children", "Ann"),
-            ("Helena", "children", "Bea"),
-            ("Ann", "nationality", "UK"),
-            ("Bea", "nationality", "France"),
-        ]
-    )
+    loops = MemoryKG(LOOP_TRIPLES)
     wanted = {"recording", "recording, then recording", "parents, then children, then nationality"}
 
     def scores(text: str, options: list[str]) -> list[float]:
