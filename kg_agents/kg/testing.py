@@ -72,15 +72,11 @@ CONTRACT_TRIPLES: list[tuple[str, str, str]] = [
 #: A graph whose walks meet themselves (the ``revisit`` reading of :mod:`kg_agents.core.chains`): a
 #: self-loop (a release track and its recording, both named "Robin"), and a child whose parent's
 #: children include the child again.
-LOOP_TRIPLES: list[tuple[str, str, str]] = [
-    ("Robin", "recording", "Robin"),
-    ("Robin", "releases", "Live"),
-    ("Ann", "parents", "Helena"),
-    ("Helena", "children", "Ann"),
-    ("Helena", "children", "Bea"),
-    ("Ann", "nationality", "UK"),
-    ("Bea", "nationality", "France"),
-]
+_LOOPS = (
+    "Robin recording Robin; Robin releases Live; Ann parents Helena; Helena children Ann; "
+    "Helena children Bea; Ann nationality UK; Bea nationality France"
+)
+LOOP_TRIPLES: list[tuple[str, str, str]] = [(h, r, t) for h, r, t in (x.split() for x in _LOOPS.split(";"))]
 
 
 def write_contract_ntriples(path: str | FsPath, *, with_labels: bool = True) -> FsPath:
