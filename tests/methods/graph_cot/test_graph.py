@@ -615,6 +615,23 @@ def test_real_local_model_walks_a_ranked_relation_chain(metaqa, local_llm):
 
 
 @pytest.mark.integration
+def test_real_local_model_walks_a_chain_whole_with_revisit(local_llm):
+    """``revisit`` on PathQuestion's PQL-3H graph (self-loops where a release track and its recording
+    share a name), the zero-shot model: the chain ranked first is walked whole, and every answer ends one
+    of its walks, verified."""
+    kg = open_kg("pql-3h")
+    g = create_graph_explore_graph(kg, llm=local_llm, pack="none", max_steps=3, hops=3, revisit=True)
+    question = "what is the releases of recording of [Robin_Hood] 's recording ?"
+    out = g.invoke({"question": question, "topic_entities": ["Robin_Hood"]})
+    assert out["errors"] == []
+    step = _trace(out, "expand")[0]
+    assert len(step["plan"]["chosen"]) == 3 and step["search"][0]["by"] == "whole chain"
+    assert out["answers"] and {kg.label(p.end) for p in out["paths"]} == set(out["answers"])
+    for p in out["paths"]:
+        assert verify_path(kg, p) and p.start == "Robin_Hood" and len(p.hops) == 3
+
+
+@pytest.mark.integration
 def test_real_local_model_agent_follows_a_ranked_relation_chain(metaqa, local_llm):
     g = create_graph_agent_graph(metaqa, llm=local_llm, max_steps=4, hops=2, relation_chain=True)
     question = "who directed the movies written by [Babaloo Mandel]"

@@ -87,3 +87,23 @@ def test_knowledge_navigator_ranks_the_relation_chain_with_the_local_model(metaq
     assert out["usage"]["llm_calls"] <= 3  # the chain ranking and its baseline, and the answer
     for p in out["paths"]:
         assert verify_path(metaqa, p) and p.start in topics and len(p.hops) == 2
+
+
+def test_knowledge_navigator_walks_a_chain_whole_with_revisit():
+    """``revisit`` on PathQuestion's PQL-3H graph (self-loops where a release track and its recording
+    share a name), the zero-shot model: the kept chain is walked whole in memory, and every answer ends
+    one of its walks, verified."""
+    from kg_agents import open_kg
+    from kg_agents.methods.knowledge_navigator import create_knowledge_navigator_graph
+
+    kg = open_kg("pql-3h")
+    g = create_knowledge_navigator_graph(kg, pack="none", num_variants=0, revisit=True)
+    question = "what is the releases of recording of [Robin_Hood] 's recording ?"
+    out = g.invoke({"question": question, "topic_entities": ["Robin_Hood"]}, context={"hops": 3})
+    assert out["errors"] == []
+    kept = next(t for t in out["trace"] if t["node"] == "select_chains")["kept"]
+    assert len(kept) == 1 and len(kept[0]) == 3
+    assert [t["whole_chains"] for t in out["trace"] if t["node"] == "expand"] == [True]
+    assert out["answers"] and {kg.label(p.end) for p in out["paths"]} == set(out["answers"])
+    for p in out["paths"]:
+        assert verify_path(kg, p) and p.start == "Robin_Hood" and len(p.hops) == 3
