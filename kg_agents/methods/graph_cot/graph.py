@@ -417,11 +417,12 @@ def create_graph_explore_graph(
             walked again from it (:func:`~kg_agents.core.conjunction.complete_answers`), each with its
             verified walk, at most 100 answers in all (``MAX_ANSWERS``). False: the answers as the walk
             chose them. A run's context may set it.
-        revisit: read the relation chain as the graph executes a relation path: a walk may pass through
-            an entity again, a topic entity included, and end on the topic entity when the chain reaches
-            nothing else (:mod:`kg_agents.core.chains`). The chain is ranked at 1 hop too and walked
-            whole; its ends are the answers' candidates, each with its walk. False (default): the walk
-            never passes a node twice. A run's context may set it.
+        revisit: on the ranked route with a walk length and ``relation_chain``, read the relation chain
+            as the graph executes a relation path: a walk may pass through an entity again, a topic
+            entity included, and end on the topic entity when the chain reaches nothing else
+            (:mod:`kg_agents.core.chains`). The chain is ranked at 1 hop too and walked whole; its ends
+            are the answers' candidates, each with its walk. False (default): the walk never passes a
+            node twice. A run's context may set it.
 
     Returns:
         A compiled graph, as :func:`create_graph_agent_graph`'s; a run's context may also set

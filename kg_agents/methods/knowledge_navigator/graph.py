@@ -161,12 +161,12 @@ class KnowledgeNavigatorContext:
         constraint: the answers are narrowed by a value the question states ("what did [Steven
             Spielberg] direct in 1993"): those holding it, each with its verified path to it
             (:mod:`~kg_agents.core.constraint`); False: the answers as they are.
-        revisit: read a relation chain as the graph executes a relation path: a walk may pass through
-            an entity again, a topic entity included, and end on the topic entity when the chain reaches
-            nothing else (:mod:`kg_agents.core.chains`). The relation chain is ranked at 1 hop too, the
-            kept chains are walked whole, and the answers are their ends, each with its walk. The
-            factory's default (False): a walk never
-            passes through a topic entity again, and an answer is never one.
+        revisit: on the ranked route with ``relation_chain``, read the relation chain as the graph
+            executes a relation path: a walk may pass through an entity again, a topic entity included,
+            and end on the topic entity when the chain reaches nothing else (:mod:`kg_agents.core.chains`).
+            The relation chain is ranked at 1 hop too, the kept chains are walked whole, and the answers
+            are their ends, each with its walk. The factory's default (False): a walk never passes
+            through a topic entity again, and an answer is never one.
     """
 
     hops: int | str | None = None
