@@ -56,6 +56,7 @@ DEFAULTS = KnowledgeNavigatorContext(
     conjunction=True,
     conjunction_fallback=False,
     constraint=True,
+    revisit=False,
 )
 SPLASH_DIRECTED = Triple("Splash", "directed_by", "Ron Howard")
 SPLASH_WRITTEN = Triple("Splash", "written_by", "Babaloo Mandel")
