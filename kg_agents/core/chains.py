@@ -164,6 +164,14 @@ class ChainWalk:
     truncated: list[str] = field(default_factory=list)
     ends: int = 0
 
+    def support(self) -> dict[str, list[str]]:
+        """``{end: the texts of the walks ending there}``, in walk order (a method's answers and their
+        support, kept as text in its state)."""
+        out: dict[str, list[str]] = {}
+        for p in self.paths:
+            out.setdefault(str(p.end), []).append(p.to_text())
+        return out
+
 
 def walk_chain(
     kg: Any, starts: Sequence[str], relation_path: Sequence[str], *, limit: int, revisit: bool = False

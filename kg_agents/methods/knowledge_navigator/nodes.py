@@ -17,7 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.runtime import Runtime
 
 from kg_agents.core.answers import parse_answers
-from kg_agents.core.chains import relation_path, walk_chain
+from kg_agents.core.chains import ChainWalk, relation_path, walk_chain
 from kg_agents.core.context import run_context
 from kg_agents.core.decide import DECIDE_MODES, check_ratio, rank, ranked_answers
 from kg_agents.core.hops import CHAIN_MAX_HOPS, chain_hops
@@ -467,8 +467,7 @@ def expand(
             for c in chains
         ]
         if ctx.revisit:  # a walk may end on a topic entity, which `parents` cannot hold
-            for p in (p for w in walks for p in w.paths):
-                walk_ends.setdefault(str(p.end), []).append(p.to_text())
+            walk_ends = ChainWalk(paths=[p for w in walks for p in w.paths]).support()
         steps = [(h.source, h.triple) for w in walks for p in w.paths for h in p.hops]
         truncated = [t for w in walks for t in w.truncated]
         hop = len(chains[0]) - 1  # the walks end at the chains' ends: this is the last hop

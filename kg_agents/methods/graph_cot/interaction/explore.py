@@ -179,9 +179,7 @@ class ExploreInteraction(Interaction):
         todo = [e for e in seen if e not in visited][: self.max_entities]
         visited.extend(todo)
         walk = walk_chain(self.kg, todo, plan, limit=self.fanout_limit, revisit=revisit)
-        walks: dict[str, list[str]] = {}
-        for p in walk.paths if revisit else ():
-            walks.setdefault(str(p.end), []).append(p.to_text())
+        walks = walk.support() if revisit else {}
         found = list(dict.fromkeys(h.triple for p in walk.paths for h in p.hops))
         reached = [h.target for p in walk.paths for h in p.hops]
         rec = {
