@@ -115,33 +115,6 @@ def test_knowledge_navigator_takes_chain_as_its_hops(pack_dir, monkeypatch):
     assert out["answers"] == [] and "hops must be" in str(out["errors"])
 
 
-class TwoHops:
-    """A hop classifier that says 2 hops for every question."""
-
-    def predict(self, questions, entities):
-        return [2 for _ in questions]
-
-
-def test_knowledge_navigator_without_a_classifier_walks_the_closest_chain_s_length(monkeypatch):
-    """No classifier comes with the factory or a pack: the depth is the closest chain's ("directed by",
-    1 hop), not what the bundled MetaQA classifier says; ``hops="predict"`` still asks that one."""
-    import kg_agents.methods.knowledge_navigator.nodes as kn_nodes
-
-    monkeypatch.setattr(hops_module, "default_encoder", HashingEncoder)
-    monkeypatch.setattr(kn_nodes, "load_hop_classifier", TwoHops)
-    llm = FakeChat(default="Answer: Ron Howard", logprobs=director_scores, tools=False)
-    kn = create_graph("knowledge_navigator", KG, llm=llm, pack="none", num_variants=0)
-    (step,) = trace_of(kn.invoke(Q), "analyse_question")
-    assert step["hops"] == 1 and step["hops_source"] == "relation chain"
-    (step,) = trace_of(kn.invoke(Q, context={"hops": "predict"}), "analyse_question")
-    assert step["hops"] == 2 and step["hops_source"] == "classifier"
-    given = create_graph(
-        "knowledge_navigator", KG, llm=llm, pack="none", num_variants=0, hop_classifier=TwoHops()
-    )
-    (step,) = trace_of(given.invoke(Q), "analyse_question")
-    assert step["hops"] == 2 and step["hops_source"] == "classifier"
-
-
 @pytest.mark.parametrize("method", [m.name for m in list_methods()])
 def test_every_method_takes_a_pack_and_refuses_a_bad_one(method, tmp_path):
     assert {m.name: m for m in list_methods()}[method].options()["pack"].default == "auto"

@@ -49,7 +49,7 @@ from kg_agents.methods.knowledge_navigator.knowledge import (
     weighted_vote,
 )
 from kg_agents.methods.knowledge_navigator.walks import rank_chains
-from kg_agents.packs import CHAIN, PREDICT
+from kg_agents.packs import CHAIN
 from kg_agents.untrusted import kg_block, kg_text
 
 __all__ = [
@@ -153,10 +153,10 @@ def check_context(ctx: Any) -> str | None:
         return "num_variants and max_llm_calls must not be negative"
     if (
         ctx.hops is not None
-        and ctx.hops not in (CHAIN, PREDICT)
+        and ctx.hops != CHAIN
         and not (isinstance(ctx.hops, int) and not isinstance(ctx.hops, bool) and ctx.hops >= 1)
     ):
-        return f"hops must be a positive integer, {CHAIN!r}, {PREDICT!r} or None (got {ctx.hops!r})"
+        return f"hops must be a positive integer, {CHAIN!r} or None (got {ctx.hops!r})"
     if ctx.decide not in DECIDE_MODES:
         return f"decide must be one of {', '.join(DECIDE_MODES)} (got {ctx.decide!r})"
     for name in (
