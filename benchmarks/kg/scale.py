@@ -8,7 +8,10 @@ Steps:
    the server's RSS (now and its high-water mark, from ``/proc``) and its database's size on disk.
 2. Sample questions: relation paths of 1 to 3 hops from sampled topic entities, by random walks on the
    server (a walk that ends on a mediator goes one hop further), plus fixed paths from the planned hubs
-   (the actor hub's "who directed the films starring X", through a ``film.performance`` mediator).
+   (the actor hub's "who directed the films starring X", through a ``film.performance`` mediator). The
+   sampled walks' lengths follow one fixed cycle (``LENGTHS``; a walk of another length is redrawn), so
+   every size asks the same mix of 1- to 4-hop walks (the hub topic's own walk aside) and one size's p95
+   compares with another's.
    Each question's answers are the ends of its path, executed on the graph by one ``SELECT DISTINCT``
    without a limit (written here, not through the stores' code); a question with no answer other
    than its topic entity is redrawn.
@@ -80,6 +83,9 @@ RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKIP = {"type.object.type"}
 #: The kinds of the fixed questions from the planned hubs, the first of every sample.
 HUB_KINDS = ("hub:actor", "hub:director", "hub:country", "hub:topic")
+#: The length of the n-th sampled walk (after the hub questions), cycled: a 4-hop walk is a 3-hop one that
+#: ended on a mediator and went one hop further. Fixed, so that every size asks the same mix of lengths.
+LENGTHS = (1, 2, 3, 1, 2, 3, 1, 2, 3, 4)
 #: The most gold labels kept per question for the oracle and the "found" column.
 MAX_GOLD = 20_000
 
@@ -153,7 +159,8 @@ def walk(kg: Any, rng: random.Random, topic: str, hops: int) -> tuple[list[str],
 
 
 def sample_questions(kg: Any, gen: Any, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` questions: the fixed hub paths first, then random walks from sampled topics."""
+    """``n`` questions: the fixed hub paths first, then random walks from sampled topics, their lengths
+    cycling through ``LENGTHS``."""
     from kg_agents.core.chains import chain_text
     from kg_agents.kg.synthetic import PROBE_PATH
 
@@ -179,8 +186,9 @@ def sample_questions(kg: Any, gen: Any, n: int, seed: int) -> list[dict[str, Any
         else:
             kind = rng.choice(kinds)
             topic = gen.entity(kind, rng.randrange(2, gen.count(kind)))
-            got = walk(kg, rng, topic, 1 + len(out) % 3)
-            if got is None:
+            length = LENGTHS[(len(out) - len(fixed)) % len(LENGTHS)]
+            got = walk(kg, rng, topic, min(length, 3))
+            if got is None or len(got[0]) != length:
                 continue
             path, mediator = got
         n_answers, names = gold(kg, topic, path)
