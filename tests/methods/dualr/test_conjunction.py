@@ -79,6 +79,7 @@ def test_local_model_and_bundled_explorer_answer_a_conjunction_on_a_small_kg(kg)
 
 def test_a_constraint_questions_whole_set_is_narrowed(kg, checkpoint):  # noqa: F811
     g = create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn")
-    assert_narrowed(g.invoke(IN_1988), g.invoke(IN_1988, context={"constraint": False}), kg)
+    # the tiny explorer's whole set may take in a 2-hop entity (a film's director) as well as the films
+    assert_narrowed(g.invoke(IN_1988), g.invoke(IN_1988, context={"constraint": False}), kg, exact_set=False)
     with pytest.raises(ConfigError, match="constraint"):
         create_dualr_graph(kg, checkpoint=checkpoint, answer_with="gnn", constraint="no")
