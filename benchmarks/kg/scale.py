@@ -49,7 +49,12 @@ Usage::
     PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
         [--methods graph_rag,knowledge_navigator,graph_explore,graph_agent,dualr,gcr_trie] [--workdir DIR]
         [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--faults 0.05]
-        [--warmup 20] [--json out.json] [--worker-path OTHER_CHECKOUT]
+        [--warmup 20] [--no-constraint] [--json out.json] [--worker-path OTHER_CHECKOUT]
+
+Every method ends, as by default, with its constraint node (the answers narrowed by a value the question
+states; :mod:`kg_agents.core.constraint`), which reads the answers' neighbours and, where no value
+narrows them, a hop further; ``--no-constraint`` runs every method with ``constraint=False``, what a
+workload of chain questions can set, to show that node's share of the cost.
 
 With ``--db`` the database is kept: a first run loads (``--load-only`` stops there), a later run with the
 same ``--db`` asks the questions on it without loading again, and shows the load figures it saved.
@@ -260,12 +265,13 @@ def build(method: str, kg: Any, llm: Any) -> Any:
     return create_graph(method, kg, llm=llm)  # graph_agent: its ranked route along a relation chain
 
 
-def context(method: str, q: dict[str, Any]) -> dict[str, Any]:
+def context(method: str, q: dict[str, Any], constraint: bool = True) -> dict[str, Any]:
+    off = {} if constraint else {"constraint": False}
     if method == "graph_rag":
-        return {"answer_hops": q["hops"]}
+        return {"answer_hops": q["hops"], **off}
     if method == "dualr":  # explores its checkpoint's layers
-        return {}
-    return {"hops": q["hops"]}
+        return off
+    return {"hops": q["hops"], **off}
 
 
 def trie_rows(kg: Any, qs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -349,7 +355,7 @@ def oracle_chat(oracle: Oracle) -> Any:
     return OracleChat()
 
 
-def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, Any]:
+def worker(method: str, qfile: str, endpoint: str, timeout: float, constraint: bool = True) -> dict[str, Any]:
     from kg_agents.eval.metrics import normalize_answer
     from kg_agents.kg import SparqlKG
 
@@ -367,7 +373,8 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float) -> dict[str, 
         t0 = time.perf_counter()
         try:
             out = graph.invoke(
-                {"question": q["question"], "topic_entities": [q["topic"]]}, context=context(method, q)
+                {"question": q["question"], "topic_entities": [q["topic"]]},
+                context=context(method, q, constraint),
             )
         except Exception as exc:  # counted and shown: the run goes on
             rows.append(
@@ -490,6 +497,12 @@ def main(argv: list[str] | None = None) -> int:
         "(seed + 1, the hub questions left out), untimed, each in its own process: a server that has "
         "been serving, not one whose pages are read for the first time",
     )
+    ap.add_argument(
+        "--no-constraint",
+        action="store_true",
+        help="every method runs with constraint=False: no constraint node after its answer (what a "
+        "workload of chain questions only can turn off)",
+    )
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--worker-path",
@@ -499,7 +512,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         method, qfile, endpoint = args.worker
-        print(json.dumps(worker(method, qfile, endpoint, timeout=args.timeout)))
+        print(
+            json.dumps(
+                worker(method, qfile, endpoint, timeout=args.timeout, constraint=not args.no_constraint)
+            )
+        )
         return 0
     from kg_agents.files import atomic_write
     from kg_agents.kg import SparqlKG
@@ -543,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.db:
                     atomic_write(saved, json.dumps(load) + "\n")
             print(f"# loaded: {json.dumps(load)}", file=sys.stderr, flush=True)
+            load["constraint"] = not args.no_constraint
             if args.load_only:
                 return 0
             # the sampling's exact answer counts run without a limit: at least a minute per request
@@ -575,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 def run_worker(method: str, questions: Path, url: str) -> subprocess.CompletedProcess[str]:
                     cmd = [sys.executable, __file__, "--worker", method, str(questions), url]
+                    cmd += ["--no-constraint"] if args.no_constraint else []
                     return subprocess.run(
                         [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
                         env={**os.environ, "PYTHONPATH": worker_path},
@@ -627,7 +646,13 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
     print(
         f"{len(qs)} questions: hops {by_hops}, {hubs} from hubs, {med} through a mediator, "
         f"answers per question median {statistics.median(q['answers'] for q in qs):.0f} "
-        f"(max {max(q['answers'] for q in qs):,})\n"
+        f"(max {max(q['answers'] for q in qs):,})"
+        + (
+            "; every method without its constraint node (--no-constraint)"
+            if load.get("constraint") is False
+            else ""
+        )
+        + "\n"
     )
     head = (
         "method", "questions", "found", "hub found", "paths/q", "errors", "truncated", "p50 s", "p95 s",

@@ -31,6 +31,7 @@ from kg_agents.kg.encoder import DEFAULT_ENCODER, get_sentence_encoder
 
 __all__ = [
     "EMBEDDING_CACHE_SIZE",
+    "FRONTIER_CHUNK",
     "TripleEmbeddings",
     "TripleTextIndex",
     "encode_texts",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+#: Entities of a neighbourhood's frontier read in one ``neighbors_many`` call (:func:`neighbourhood`).
+FRONTIER_CHUNK = 64
 
 #: Triple embeddings kept per graph (the oldest are dropped first).
 EMBEDDING_CACHE_SIZE = 200_000
@@ -172,6 +176,11 @@ def neighbourhood(
 ) -> tuple[list[Triple], bool]:
     """Triples within ``hops`` of ``starts`` (both directions), ``fanout`` per entity, ``budget`` in all.
 
+    Each hop's frontier is read :data:`FRONTIER_CHUNK` entities at a time, in order, and the reading stops
+    once ``budget`` triples are met: over a SPARQL endpoint a wide last hop (the neighbours of a country)
+    costs the requests its first entities need, not one per batch of the whole frontier. The triples are
+    the ones a read of the whole frontier gives.
+
     Returns:
         ``(triples, cut)``: the triples in the order met, and whether a fan-out or the budget cut them.
     """
@@ -182,20 +191,25 @@ def neighbourhood(
     for _ in range(hops):
         if not frontier or len(seen) >= budget:
             break
-        nbrs = kg.neighbors_many(frontier, direction="both", limit=fanout)
         nxt: list[str] = []
-        for e in frontier:
-            tl = nbrs.get(e, [])
-            cut = cut or bool(getattr(tl, "truncated", False))
-            for t in tl:
-                if len(seen) >= budget:
-                    cut = True
-                    break
-                seen.setdefault(t, None)
-                o = t.other(e)
-                if o not in visited:
-                    visited.add(o)
-                    nxt.append(o)
+        for i in range(0, len(frontier), FRONTIER_CHUNK):
+            if len(seen) >= budget:
+                cut = True
+                break
+            chunk = frontier[i : i + FRONTIER_CHUNK]
+            nbrs = kg.neighbors_many(chunk, direction="both", limit=fanout)
+            for e in chunk:
+                tl = nbrs.get(e, [])
+                cut = cut or bool(getattr(tl, "truncated", False))
+                for t in tl:
+                    if len(seen) >= budget:
+                        cut = True
+                        break
+                    seen.setdefault(t, None)
+                    o = t.other(e)
+                    if o not in visited:
+                        visited.add(o)
+                        nxt.append(o)
         frontier = nxt
     return list(seen), cut
 

@@ -32,7 +32,12 @@ from kg_agents.methods.baselines.nodes import (
     text_rag_answer,
     text_rag_retrieve,
 )
-from kg_agents.methods.baselines.retrieval import TripleEmbeddings, TripleTextIndex
+from kg_agents.methods.baselines.retrieval import (
+    FRONTIER_CHUNK,
+    TripleEmbeddings,
+    TripleTextIndex,
+    neighbourhood,
+)
 from tests.fakes import FakeChat, FakeHops
 
 SPLASH = {"question": "who directed Splash", "topic_entities": ["Splash"]}
@@ -311,3 +316,31 @@ def test_text_rag_reads_candidates_as_labels_where_they_lie_at_one_distance():
     assert mixed["candidate_text"] == "path"
     with pytest.raises(ConfigError, match="candidate_text must be one of 'label', 'path'"):
         create_graph_rag_graph(MemoryKG(CONTRACT_TRIPLES), llm=FakeChat(), candidate_text="auto")
+
+
+def test_neighbourhood_reads_a_wide_frontier_until_the_budget_is_full():
+    # a hub with 200 neighbours, each with 3 of its own: the budget fills within the first chunk of the
+    # second hop, so the other 136 neighbours are never read, and the triples are those of a whole read
+    triples = [Triple("Hub", "has", f"n{i:03d}") for i in range(200)]
+    triples += [Triple(f"n{i:03d}", "has", f"m{i:03d}-{j}") for i in range(200) for j in range(3)]
+    kg = MemoryKG(triples)
+    asked: list[list[str]] = []
+    read = kg.neighbors_many
+
+    class Spy:
+        def neighbors_many(self, entities, *args, **kwargs):
+            asked.append(list(entities))
+            return read(entities, *args, **kwargs)
+
+    got, cut = neighbourhood(Spy(), ["Hub"], 2, 500, 300)
+    assert cut is True and len(got) == 300
+    assert [len(a) for a in asked] == [1, FRONTIER_CHUNK]
+    whole: list[Triple] = list(kg.neighbors("Hub", direction="both", limit=500))
+    for n in [t.other("Hub") for t in whole]:
+        whole += [t for t in kg.neighbors(n, direction="both", limit=500) if t not in whole]
+    assert got == whole[:300]
+    # a frontier the budget does not cut is read whole, chunk by chunk
+    asked.clear()
+    got, cut = neighbourhood(Spy(), ["Hub"], 2, 500, 10_000)
+    assert cut is False and len(got) == 800
+    assert [len(a) for a in asked] == [1, 64, 64, 64, 8]
