@@ -207,6 +207,7 @@ def narrow(
     fanout: int = FANOUT,
     max_values: int = MAX_VALUES,
     schema_words: bool = False,
+    walked: Iterable[str] = (),
 ) -> Narrowed:
     """The answers that hold a value the question states (see the module); all of them when none
     narrows.
@@ -218,6 +219,9 @@ def narrow(
         max_read, fanout, max_values: the bounds (see the module).
         schema_words: the question's words that name a relation read ("actors" of ``starred_actors``)
             never name a value either (the steps, which narrow entities the question does not ask for).
+        walked: with ``schema_words``, the relations walked to reach ``answers`` (a step's first hop),
+            whose words name no value either: read or not among a hub's first edges, "country" in
+            "the films of the country of [X]" names ``film.film.country``.
 
     Raises:
         ConfigError: a bound below 1.
@@ -246,7 +250,7 @@ def narrow(
     topic_labels = [_label(kg, t) for t in topics]
     qwords = _question_words(question, topic_labels)
     if schema_words:  # a relation's words in the question name the relation, not a value
-        named = {w for rel, _ in holders for w in _words(rel.lstrip("~"))}
+        named = {w for rel in [*(r for r, _ in holders), *walked] for w in _words(rel.lstrip("~"))}
         qwords = [(forms, m or bool(forms & named)) for forms, m in qwords]
     topic_keys = {" ".join(_words(x)) for x in [*topics, *topic_labels]}
     labels: dict[str, tuple[str, str]] = {}  # value -> (its label, its normalised words)
@@ -368,6 +372,7 @@ def _ahead(
         fanout=fanout,
         max_values=max_values,
         schema_words=True,
+        walked={p.hops[0].relation_text for p in hop_to.values()},
     )
     return None if got.constraint is None else (got, hop_to)
 

@@ -20,7 +20,7 @@ from kg_agents.core.constraint import (
 )
 from kg_agents.core.metering import MeteredKG
 from kg_agents.errors import ConfigError, EndpointError
-from kg_agents.kg.base import Path, verify_path
+from kg_agents.kg.base import Path, Triple, verify_path
 from kg_agents.kg.memory import MemoryKG
 from kg_agents.kg.testing import CONTRACT_TRIPLES
 
@@ -315,6 +315,29 @@ def test_a_question_word_that_names_a_relation_read_is_no_value_for_the_steps():
     assert narrow(kg, q, ["Splash"], films, schema_words=True).constraint is None  # "actors": starred_actors
     short = [Path.from_text("Splash -> starred_actors -> Tom Hanks")]
     assert step_on(kg, q, ["Splash"], ["Tom Hanks"], short) is None
+
+
+def test_a_question_word_that_names_the_relation_a_step_walked_is_no_value():
+    # the film's country is a hub: its first three edges read do not hold film_country, yet "country"
+    # names the relation walked to it, and the country's type "Country" is no value
+    cities = [(f"City {i}", "contained_by", "Hubland") for i in range(2)]
+    kg = MemoryKG([
+        ("Hubland", "type", "Country"), *cities, ("Film X", "film_country", "Hubland"),
+        ("Film X", "directed_by", "Ann"), ("Ann", "type", "Person"),
+    ])  # fmt: skip
+    q = "which films share the film country of [Film X]"
+    assert [str(t) for t in kg.neighbors("Hubland", direction="both", limit=3)] == [
+        str(t) for t in [Triple("Hubland", "type", "Country"), *(Triple(*c) for c in cities)]
+    ]
+    assert step_aside(kg, q, ["Film X"], [], [], fanout=3) is None
+    hops = ["Film X -> film_country -> Hubland", "Film X -> directed_by -> Ann"]
+    got = narrow(kg, q, ["Film X"], ["Hubland", "Ann"], fanout=3, schema_words=True)
+    assert got.answers == ["Hubland"] and got.constraint is not None  # read alone, "country" is free
+    walked = [Path.from_text(h).hops[0].relation_text for h in hops]
+    assert (
+        narrow(kg, q, ["Film X"], ["Hubland", "Ann"], fanout=3, schema_words=True, walked=walked).constraint
+        is None
+    )
 
 
 def test_the_node_follows_the_option_and_records_a_failed_kg_without_losing_the_answers():
