@@ -49,12 +49,17 @@ Usage::
     PYTHONPATH=. python benchmarks/kg/scale.py --triples 1000000 [--questions 40] [--seed 0]
         [--methods graph_rag,knowledge_navigator,graph_explore,graph_agent,dualr,gcr_trie] [--workdir DIR]
         [--db DIR [--load-only]] [--buffers 100000] [--loaders 1] [--timeout 60] [--faults 0.05]
-        [--warmup 20] [--no-constraint] [--json out.json] [--worker-path OTHER_CHECKOUT]
+        [--warmup 20] [--no-constraint] [--mediators] [--json out.json] [--worker-path OTHER_CHECKOUT]
 
 Every method ends, as by default, with its constraint node (the answers narrowed by a value the question
 states; :mod:`kg_agents.core.constraint`), which reads the answers' neighbours and, where no value
 narrows them, a hop further; ``--no-constraint`` runs every method with ``constraint=False``, what a
 workload of chain questions can set, to show that node's share of the cost.
+
+With ``--mediators`` every method reads the graph through :class:`kg_agents.kg.mediators.MediatedKG`, with the
+generator's mediator types (``FreebaseLike.mediator_types``) walked through as one step: each question's
+path is taken as a path of that view (a hop shorter for each mediator it passes), and each method's
+process first reads the view's sample of the mediator types, untimed (its seconds are printed).
 
 With ``--db`` the database is kept: a first run loads (``--load-only`` stops there), a later run with the
 same ``--db`` asks the questions on it without loading again, and shows the load figures it saved.
@@ -287,7 +292,7 @@ def trie_rows(kg: Any, qs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     sig = tokenizer_signature(tok)
     rows = []
     for q in qs:
-        sent = kg.requests_sent
+        sent = requests_sent(kg)
         t0 = time.perf_counter()
         try:
             trie = build_trie(kg, [q["topic"]], tok, max_hops=TRIE_HOPS, tokenizer_sig=sig)
@@ -311,12 +316,17 @@ def trie_rows(kg: Any, qs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "path_cap": trie.stats.path_limit_hit,
                 "topic_cut": q["topic"] in trie.stats.fanout_truncated,
                 "cut_lists": len(trie.stats.fanout_truncated),
-                "kg_calls": kg.requests_sent - sent,
+                "kg_calls": requests_sent(kg) - sent,
                 "error": None,
             }
         )
         del trie
     return rows
+
+
+def requests_sent(kg: Any) -> int:
+    """The HTTP requests sent by ``kg``'s store (through a ``MediatedKG`` view)."""
+    return int(getattr(kg, "inner", kg).requests_sent)
 
 
 def traced_cut(trace: Any) -> bool:
@@ -355,14 +365,35 @@ def oracle_chat(oracle: Oracle) -> Any:
     return OracleChat()
 
 
-def worker(method: str, qfile: str, endpoint: str, timeout: float, constraint: bool = True) -> dict[str, Any]:
+def mediated(kg: Any, types: list[str], qs: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]], float]:
+    """The view of ``kg`` with mediators walked through as one step (its sample of each mediator type read
+    now), the questions with their paths as paths of the view, and the seconds the sample took."""
+    from kg_agents.kg.mediators import MediatedKG
+
+    t0 = time.perf_counter()
+    view = MediatedKG(kg, types, type_relation="type.object.type").learn()
+    learn_s = time.perf_counter() - t0
+    out = []
+    for q in qs:
+        path = view.view_path(q["path"])
+        assert path is not None, q  # a sampled walk never ends on a mediator
+        out.append({**q, "path": path, "hops": len(path)})
+    return view, out, learn_s
+
+
+def worker(
+    method: str, qfile: str, endpoint: str, timeout: float, constraint: bool = True, mediators: str = ""
+) -> dict[str, Any]:
     from kg_agents.eval.metrics import normalize_answer
     from kg_agents.kg import SparqlKG
 
     qs = json.loads(Path(qfile).read_text())
-    kg = SparqlKG(endpoint, profile="freebase", graph=GRAPH_IRI, timeout=timeout)
+    store = kg = SparqlKG(endpoint, profile="freebase", graph=GRAPH_IRI, timeout=timeout)
+    learn_s = None
+    if mediators:
+        kg, qs, learn_s = mediated(store, mediators.split(","), qs)
     if method == "gcr_trie":
-        return trie_worker(kg, qs)
+        return {**trie_worker(kg, qs), "learn_s": learn_s}
     oracle = Oracle()
     llm = oracle_chat(oracle)
     graph = build(method, kg, llm)
@@ -410,7 +441,8 @@ def worker(method: str, qfile: str, endpoint: str, timeout: float, constraint: b
         "kg_agents": str(Path(kg_agents.__file__).parent),
         "rss_ready_mb": rss_ready,
         "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "requests": kg.requests_sent,
+        "requests": store.requests_sent,
+        "learn_s": learn_s,
         "rows": rows,
     }
 
@@ -425,7 +457,7 @@ def trie_worker(kg: Any, qs: list[dict[str, Any]]) -> dict[str, Any]:
         "kg_agents": str(Path(kg_agents.__file__).parent),
         "rss_ready_mb": rss_ready,
         "rss_max_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "requests": kg.requests_sent,
+        "requests": requests_sent(kg),
         "rows": rows,
     }
 
@@ -451,6 +483,7 @@ def summarise(res: dict[str, Any]) -> dict[str, Any]:
         "rss_ready_mb": res["rss_ready_mb"],
         "rss_max_mb": res["rss_max_mb"],
         "server_rss_mb": res.get("server_rss_mb"),
+        "learn_s": res.get("learn_s"),
         "error_samples": [r["error"] for r in rows if r.get("error")][:3],
         # questions by the type of their first error record ("raised X": the graph raised instead)
         "error_types": dict(Counter(r["error_types"][0] for r in rows if r.get("error_types"))),
@@ -503,6 +536,13 @@ def main(argv: list[str] | None = None) -> int:
         help="every method runs with constraint=False: no constraint node after its answer (what a "
         "workload of chain questions only can turn off)",
     )
+    ap.add_argument(
+        "--mediators",
+        action="store_true",
+        help="every method reads the graph through MediatedKG: the generator's mediator types walked "
+        "through as one step, so a question's path through a mediator is a hop shorter",
+    )
+    ap.add_argument("--mediator-types", default="", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--worker-path",
@@ -514,7 +554,14 @@ def main(argv: list[str] | None = None) -> int:
         method, qfile, endpoint = args.worker
         print(
             json.dumps(
-                worker(method, qfile, endpoint, timeout=args.timeout, constraint=not args.no_constraint)
+                worker(
+                    method,
+                    qfile,
+                    endpoint,
+                    timeout=args.timeout,
+                    constraint=not args.no_constraint,
+                    mediators=args.mediator_types,
+                )
             )
         )
         return 0
@@ -561,6 +608,7 @@ def main(argv: list[str] | None = None) -> int:
                     atomic_write(saved, json.dumps(load) + "\n")
             print(f"# loaded: {json.dumps(load)}", file=sys.stderr, flush=True)
             load["constraint"] = not args.no_constraint
+            load["mediators"] = args.mediators
             if args.load_only:
                 return 0
             # the sampling's exact answer counts run without a limit: at least a minute per request
@@ -569,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             qs = sample_questions(kg, gen, args.questions, args.seed)
             print(f"# {len(qs)} questions in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+            if args.mediators:
+                _, seen, _ = mediated(kg, list(gen.mediator_types), qs)
+                load["view_hops"] = dict(sorted(Counter(q["hops"] for q in seen).items()))
             qfile = Path(tmp) / "questions.json"
             qfile.write_text(json.dumps(qs))
             wfile: Path | None = None
@@ -594,6 +645,7 @@ def main(argv: list[str] | None = None) -> int:
                 def run_worker(method: str, questions: Path, url: str) -> subprocess.CompletedProcess[str]:
                     cmd = [sys.executable, __file__, "--worker", method, str(questions), url]
                     cmd += ["--no-constraint"] if args.no_constraint else []
+                    cmd += ["--mediator-types", ",".join(gen.mediator_types)] if args.mediators else []
                     return subprocess.run(
                         [*cmd, "--timeout", str(args.timeout)], capture_output=True, text=True, check=False,
                         env={**os.environ, "PYTHONPATH": worker_path},
@@ -650,6 +702,12 @@ def print_tables(load: dict[str, Any], qs: list[dict[str, Any]], results: list[d
         + (
             "; every method without its constraint node (--no-constraint)"
             if load.get("constraint") is False
+            else ""
+        )
+        + (
+            f"; mediators walked through as one step (--mediators): hops {load['view_hops']} in the view, "
+            f"its sample of the mediator types read in {statistics.median(learned):.1f} s a process (median)"
+            if load.get("mediators") and (learned := [r["learn_s"] for r in results if r.get("learn_s")])
             else ""
         )
         + "\n"

@@ -54,6 +54,8 @@ def open_kg(
     - a SPARQL endpoint URL ``http(s)://host/sparql`` (extra keyword arguments go to ``SparqlKG``).
 
     ``store`` picks the backend for files: ``"memory"`` (default) or ``"rdf"`` (rdflib over Oxigraph).
+    An RDF store whose profile names mediator types comes as a
+    :class:`~kg_agents.kg.mediators.MediatedKG` (mediators walked through as one step).
     A ``KnowledgeGraph`` instance is returned as it is. Bundled and file KGs are cached per process.
 
     Raises:
@@ -65,9 +67,10 @@ def open_kg(
     from kg_agents.data import BUNDLED_KGS, data_path
 
     if spec.startswith(("http://", "https://")):
+        from kg_agents.kg.mediators import with_mediators
         from kg_agents.kg.sparql import SparqlKG
 
-        return SparqlKG(spec, **kwargs)
+        return with_mediators(SparqlKG(spec, **kwargs))
     store = store or "memory"
     if store not in ("memory", "rdf"):
         raise ConfigError(f"unknown store {store!r}; valid: memory, rdf (or pass a SPARQL URL)")
@@ -91,9 +94,10 @@ def open_kg(
     if store == "memory":
         kg: Any = MemoryKG.from_file(path, fmt=fmt, name=name)
     else:
+        from kg_agents.kg.mediators import with_mediators
         from kg_agents.kg.rdf import RdfKG
 
-        kg = RdfKG.from_file(path, fmt=fmt, name=name, **kwargs)
+        kg = with_mediators(RdfKG.from_file(path, fmt=fmt, name=name, **kwargs))
     if cache and not kwargs:
         _KG_CACHE[key] = kg
     return kg

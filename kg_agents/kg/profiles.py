@@ -18,7 +18,7 @@ Ids become IRIs only through :func:`kg_agents.kg.terms.iri`; an id that cannot b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote, unquote
 
 from kg_agents.errors import ConfigError, InvalidTermError
@@ -66,6 +66,10 @@ class Profile:
         relation_ns: namespace of relation IRIs, or None for full-IRI ids.
         label_predicates: predicates whose literal objects are labels, best first.
         label_lang: preferred label language (``"en"``); labels without a language come next.
+        type_relation: the relation id from an entity to its type (``type.object.type``), or None.
+        mediator_types: type ids whose members are mediator (CVT) nodes, walked through as one step
+            (:class:`~kg_agents.kg.mediators.MediatedKG`, which :func:`kg_agents.kg.open_kg` puts over
+            a store of this profile); none by default. :meth:`with_mediators` gives a profile with them.
 
     Example:
         >>> p = Profile.namespaced("http://ex.org/e/", "http://ex.org/r/")
@@ -80,6 +84,8 @@ class Profile:
     relation_ns: str | None = None
     label_predicates: tuple[str, ...] = (RDFS_LABEL,)
     label_lang: str | None = None
+    type_relation: str | None = None
+    mediator_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for ns in (self.entity_ns, self.relation_ns, *self.label_predicates):
@@ -87,6 +93,21 @@ class Profile:
                 raise ConfigError(f"profile {self.name!r}: not a valid absolute IRI: {ns!r}")
         if not self.label_predicates:
             raise ConfigError(f"profile {self.name!r}: needs at least one label predicate")
+        if isinstance(self.mediator_types, str) or not all(
+            isinstance(t, str) and t for t in self.mediator_types
+        ):
+            raise ConfigError(f"profile {self.name!r}: mediator_types must be a tuple of type ids")
+        if self.mediator_types and not self.type_relation:
+            raise ConfigError(f"profile {self.name!r}: mediator_types need a type_relation")
+
+    def with_mediators(self, *types: str, type_relation: str | None = None) -> Profile:
+        """This profile with ``types`` as its mediator types (and ``type_relation``, when given).
+
+        Example:
+            >>> PROFILES["freebase"].with_mediators("film.performance").mediator_types
+            ('film.performance',)
+        """
+        return replace(self, mediator_types=tuple(types), type_relation=type_relation or self.type_relation)
 
     @classmethod
     def namespaced(
@@ -127,16 +148,18 @@ class Profile:
         return _from_iri(value, self.relation_ns)
 
     def describe(self) -> str:
-        """A stable one-line description (for fingerprints)."""
-        return "|".join(
-            [
-                self.name,
-                self.entity_ns or "",
-                self.relation_ns or "",
-                *self.label_predicates,
-                self.label_lang or "",
-            ]
-        )
+        """A stable one-line description (for fingerprints); the mediator types, where there are some,
+        come last."""
+        parts = [
+            self.name,
+            self.entity_ns or "",
+            self.relation_ns or "",
+            *self.label_predicates,
+            self.label_lang or "",
+        ]
+        if self.mediator_types:
+            parts += [f"{self.type_relation}:{','.join(self.mediator_types)}"]
+        return "|".join(parts)
 
 
 def _to_iri(value: str, ns: str | None) -> str:
@@ -166,6 +189,7 @@ PROFILES: dict[str, Profile] = {
         FREEBASE_NS,
         (FREEBASE_NS + "type.object.name", RDFS_LABEL),
         "en",
+        "type.object.type",
     ),
     "wikidata": Profile("wikidata", WIKIDATA_ENTITY_NS, WIKIDATA_DIRECT_NS, (RDFS_LABEL,), "en"),
 }

@@ -312,6 +312,12 @@ class FreebaseLike:
         return [r[0] for r in self._schema]
 
     # ------------------------------------------------------------------ triples
+    @property
+    def mediator_types(self) -> tuple[str, ...]:
+        """The ids of the mediator types (the film core's, then the long tail's), for
+        :meth:`kg_agents.kg.profiles.Profile.with_mediators`."""
+        return tuple(dict.fromkeys([*MEDIATOR_TYPES, *sorted(r[4][0] for r in self._schema if r[4])]))
+
     def lines(self) -> Iterator[str]:
         """Exactly ``triples`` N-Triples lines, each ending in `` .``."""
         for s, p, o in islice(chain(self._core(), self._tail()), self.triples):
@@ -501,9 +507,7 @@ class FreebaseLike:
         stats = SyntheticStats(path=str(out), triples=0, seed=self.seed)
         hub_terms = {f"<{FREEBASE_NS}{h.entity}>": h for h in self.hubs}
         hub_degree = dict.fromkeys(hub_terms, 0)
-        mediator_types = {f"<{FREEBASE_NS}{t}>" for t in MEDIATOR_TYPES} | {
-            f"<{FREEBASE_NS}{r[4][0]}>" for r in self._schema if r[4]
-        }
+        mediator_types = {f"<{FREEBASE_NS}{t}>" for t in self.mediator_types}
         preds: set[str] = set()
         types: dict[str, int] = {}
         with atomic_target(out, suffix=".part") as tmp:

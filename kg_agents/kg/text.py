@@ -24,8 +24,19 @@ BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 def relation_words(relation: str) -> str:
     """A relation id made readable: an IRI's last segment, ``_`` and ``.`` read as spaces.
 
-    Freebase ``people.person.place_of_birth`` gives ``"people person place of birth"``.
+    Freebase ``people.person.place_of_birth`` gives ``"people person place of birth"``. A composite
+    relation through a mediator (:mod:`kg_agents.kg.mediators`) reads as its two parts, ``reverse of``
+    before a part walked backwards.
+
+    Example:
+        >>> relation_words("^film.performance.actor / film.performance.film")
+        'reverse of film performance actor / film performance film'
     """
+    from kg_agents.kg.mediators import split_composite
+
+    parts = split_composite(relation)
+    if parts is not None:
+        return " / ".join(("reverse of " if inv else "") + relation_words(rel) for rel, inv in parts)
     rel = re.split(r"[/#]", relation.rstrip("/#>"))[-1] if "/" in relation or "#" in relation else relation
     return re.sub(r"[._\s]+", " ", rel).strip() or relation
 

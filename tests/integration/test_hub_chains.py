@@ -19,8 +19,9 @@ import pytest
 
 from kg_agents.core.chains import chain_text
 from kg_agents.kg import MemoryKG, SparqlKG, verify_path
+from kg_agents.kg.mediators import MediatedKG
 from kg_agents.kg.profiles import FREEBASE_NS
-from kg_agents.kg.synthetic import PROBE_PATH, FreebaseLike
+from kg_agents.kg.synthetic import MEDIATOR_TYPES, PROBE_PATH, FreebaseLike
 from kg_agents.methods.graph_cot.graph import create_graph_explore_graph
 from kg_agents.methods.knowledge_navigator.graph import create_knowledge_navigator_graph
 from tests.fakes import FakeChat
@@ -107,8 +108,21 @@ def server_kg(nt: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sp
         srv.stop()
 
 
+def mediated(kg: Any, ns: str) -> tuple[MediatedKG, Reads]:
+    """The view of ``kg`` with the graph's mediator types walked through, and the reads it makes of
+    ``kg`` (its sample and fan-out at the cap)."""
+    below = Reads(kg)
+    types = [ns + t for t in MEDIATOR_TYPES]
+    view = MediatedKG(below, types, type_relation=ns + "type.object.type", sample=CAP)
+    return view, below
+
+
 def check_bounded(kg: Any, method: str, ns: str = "") -> None:
     hub, path = probe(ns)
+    if isinstance(kg, MediatedKG):  # the probe through its mediator is two hops of the view
+        view_path = kg.view_path(path)
+        assert view_path is not None and len(view_path) == 2, view_path
+        path = view_path
     reads = Reads(kg)
     llm = FakeChat(logprobs=oracle(path), default="Thought: I follow the films.", tools=False)
     if method == "knowledge_navigator":
@@ -116,7 +130,7 @@ def check_bounded(kg: Any, method: str, ns: str = "") -> None:
     else:
         graph = create_graph_explore_graph(reads, llm=llm, fanout_limit=CAP, max_steps=2)
     question = {"question": "who directed the films starring [Hub Actor]", "topic_entities": [hub]}
-    out = graph.invoke(question, context={"hops": 3})
+    out = graph.invoke(question, context={"hops": len(path)})
     assert not [e for e in out["errors"] if e.get("halted")], out["errors"]
     # no read returns more than the cap, and every read of the hub asked for a limit within it
     assert all(n <= CAP for *_, n in reads.reads), max(reads.reads, key=lambda r: r[3])
@@ -132,7 +146,7 @@ def check_bounded(kg: Any, method: str, ns: str = "") -> None:
         level = next(t for t in out["trace"] if t["node"] == "expand")["search"][0]
         assert level["by"] == "whole chain" and level["ends"] == CAP and level["truncated"] == [cut]
     assert out["answers"] and out["paths"]
-    assert all(verify_path(kg, p) and p.start == hub and len(p) == 3 for p in out["paths"])
+    assert all(verify_path(kg, p) and p.start == hub and len(p) == len(path) for p in out["paths"])
 
 
 @pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
@@ -145,6 +159,44 @@ def test_the_hub_chain_is_capped_and_traced_in_memory(memory_kg: MemoryKG, metho
 @pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
 def test_the_hub_chain_is_capped_and_traced_on_a_server(server_kg: SparqlKG, method: str) -> None:
     check_bounded(server_kg, method)
+
+
+@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
+def test_the_hub_chain_through_its_mediator_is_two_hops_in_memory(memory_kg: MemoryKG, method: str) -> None:
+    view, below = mediated(EngineJoinKG(memory_kg), FREEBASE_NS)
+    check_bounded(view, method, FREEBASE_NS)
+    assert below.reads and all(n <= CAP for *_, n in below.reads), max(below.reads, key=lambda r: r[3])
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("method", ["knowledge_navigator", "graph_explore"])
+def test_the_hub_chain_through_its_mediator_is_two_hops_on_a_server(server_kg: SparqlKG, method: str) -> None:
+    view, below = mediated(server_kg, "")
+    check_bounded(view, method)
+    assert below.reads and all(n <= CAP for *_, n in below.reads), max(below.reads, key=lambda r: r[3])
+
+
+@pytest.mark.server
+def test_a_profile_with_mediator_types_opens_the_server_as_a_view(server_kg: SparqlKG) -> None:
+    from kg_agents.kg import open_kg
+    from kg_agents.kg.profiles import PROFILES
+
+    profile = PROFILES["freebase"].with_mediators(*MEDIATOR_TYPES)
+    kg = open_kg(server_kg.endpoint, profile=profile, timeout=60)
+    assert isinstance(kg, MediatedKG)
+    hub_path = kg.view_path(list(PROBE_PATH))
+    assert hub_path == ["^film.performance.actor / film.performance.film", "film.film.directed_by"]
+    ends, cut = kg.chain_ends(HUB, hub_path)
+    raw, raw_cut = open_kg(server_kg.endpoint, profile="freebase", timeout=60).chain_ends(
+        HUB, list(PROBE_PATH)
+    )
+    assert not cut and not raw_cut and len(ends) > 40 and set(ends) == set(raw)
+    film = GEN.entity("film", 5)
+    seen = kg.neighbors(film, direction="both")
+    assert seen and all(kg.label(t.other(film)) != t.other(film) for t in seen)  # no label-less mediator
+    assert all(kg.has_triple(t.head, t.relation, t.tail) for t in seen)
+    cast = [t for t in seen if t.relation == "film.film.starring / film.performance.actor"]
+    assert cast and set(kg.relations(film, "out")) >= {"film.film.starring / film.performance.actor"}
 
 
 @pytest.mark.server
